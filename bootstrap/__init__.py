@@ -1,0 +1,1 @@
+"""Evita bootstrap: grammar, parser, static checks, scheduler, planner, CLI."""

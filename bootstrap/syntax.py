@@ -1,0 +1,307 @@
+"""The abstract syntax of Evita programs: Overlog, Dedalus time and a Soufflé subset.
+
+One tree serves all three dialects. The parser builds it, the static checks read it,
+`catalog.encode` turns it into catalog rows and `catalog.decode` turns rows back into it.
+Source positions (`Span`) ride along for diagnostics but never take part in equality,
+so a program printed and parsed again compares equal to the original.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class Span:
+    file: str
+    line: int
+    col: int
+    end_line: int = 0
+    end_col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+NOWHERE = Span("<generated>", 0, 0)
+
+
+def _span() -> Span:
+    return field(default=NOWHERE, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------- terms and expressions
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Wildcard:
+    """`_`: a fresh variable nobody reads."""
+    span: Span = _span()
+
+
+# Constant types. Overlog is dynamically typed; Soufflé declares number/unsigned/float/symbol.
+INT, FLOAT, STRING, BOOL, NULL, INFINITY = "int", "float", "string", "bool", "null", "infinity"
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float, str, bool, None]
+    type: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A built-in function call: `f_cons(X, Y)`, `cat(A, B)`, `id("delta", R, A)`."""
+    func: str
+    args: tuple
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """Arithmetic, comparison and boolean operators: + - * / % == != < <= > >= && ||."""
+    op: str
+    left: object
+    right: object
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class UnOp:
+    op: str  # "-" or "!"
+    arg: object
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Cond:
+    """`Test ? Then : Else`."""
+    test: object
+    then: object
+    other: object
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class ListExpr:
+    """`[A, B, C]`: a list literal (a Spark array at run time)."""
+    items: tuple
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A head aggregate: `min<C>`, `a_min<C>`, `count<*>`; `arg` is None for `<*>`."""
+    func: str  # normalized: count sum min max avg set list
+    arg: object
+    span: Span = _span()
+
+
+Term = Union[Var, Wildcard, Const, Call, BinOp, UnOp, Cond, ListExpr, Aggregate]
+
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+ARITHMETIC = ("+", "-", "*", "/", "%")
+BOOLEAN = ("&&", "||")
+AGGREGATES = ("count", "sum", "min", "max", "avg", "set", "list")
+
+
+# ---------------------------------------------------------------- atoms and body literals
+
+@dataclass(frozen=True)
+class Atom:
+    """`rel(@X, Y, _)`. `location` is the index of the `@` argument, if any.
+
+    `named` records that the atom was written with named fields
+    (`sys::rule{program: P, id: R}`); `args` are always positional, unnamed fields being
+    wildcards, so the printer can write the named form back.
+    """
+    relation: str
+    args: tuple
+    location: Optional[int] = None
+    negated: bool = False
+    delta: bool = False
+    named: bool = False
+    span: Span = _span()
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+
+@dataclass(frozen=True)
+class NamedAtom:
+    """An atom with named fields, before the schema resolves it to an `Atom`."""
+    relation: str
+    fields: tuple  # ((name, term, span), ...)
+    negated: bool = False
+    delta: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Select:
+    """A boolean condition over bound variables."""
+    expr: object
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`X := expr`, or Soufflé's `X = expr` when X is bound nowhere else."""
+    var: Var
+    expr: object
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class BodyAggregate:
+    """Soufflé's `V = count : { body }` / `V = sum E : { body }` (lowered to a helper rule)."""
+    var: Var
+    func: str
+    expr: object  # None for count
+    body: tuple
+    span: Span = _span()
+
+
+Literal = Union[Atom, Select, Assign]
+
+
+# ---------------------------------------------------------------- statements
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    head: Atom
+    body: tuple
+    delete: bool = False
+    time: Optional[str] = None  # None, "next" or "async" (Dedalus)
+    component: Optional[str] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Fact:
+    atom: Atom
+    component: Optional[str] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # number unsigned float symbol any ...
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A typed relation: Soufflé `.decl r(a: number, b: symbol)` or Overlog
+    `define(r, keys(0), {Integer, String})`. `keys` are 0-based column positions."""
+    relation: str
+    columns: tuple
+    keys: Optional[tuple] = None
+    style: str = "decl"  # "decl" or "define"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Materialize:
+    """`materialize(name, lifetime, size, keys(1,2))`: keys are stored 0-based."""
+    relation: str
+    lifetime: Const
+    size: Const
+    keys: tuple
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class IODirective:
+    """Soufflé `.input r(IO=file, filename="x")` / `.output r`."""
+    direction: str  # "input" or "output"
+    relation: str
+    params: tuple = ()  # ((key, value), ...)
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Query:
+    atom: Atom
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Component:
+    """A Dedalus component: rules deployed at one or more addresses."""
+    name: str
+    addresses: tuple
+    span: Span = _span()
+
+
+Statement = Union[Rule, Fact, Declaration, Materialize, IODirective, Query, Component]
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    statements: tuple
+    path: str = ""
+    dialect: str = "overlog"  # "overlog" or "souffle"
+    text: str = field(default="", compare=False, repr=False)
+
+    def of(self, kind) -> list:
+        return [s for s in self.statements if isinstance(s, kind)]
+
+    @property
+    def rules(self) -> list:
+        return self.of(Rule)
+
+    @property
+    def facts(self) -> list:
+        return self.of(Fact)
+
+
+# ---------------------------------------------------------------- helpers over terms
+
+def term_vars(term) -> list:
+    """Variables a term mentions, in order of first appearance (aggregates included)."""
+    out: list = []
+
+    def walk(t):
+        if isinstance(t, Var):
+            if t.name not in out:
+                out.append(t.name)
+        elif isinstance(t, Call):
+            for a in t.args:
+                walk(a)
+        elif isinstance(t, BinOp):
+            walk(t.left)
+            walk(t.right)
+        elif isinstance(t, UnOp):
+            walk(t.arg)
+        elif isinstance(t, Cond):
+            walk(t.test)
+            walk(t.then)
+            walk(t.other)
+        elif isinstance(t, ListExpr):
+            for a in t.items:
+                walk(a)
+        elif isinstance(t, Aggregate):
+            if t.arg is not None:
+                walk(t.arg)
+
+    walk(term)
+    return out
+
+
+def atom_vars(atom: Atom) -> list:
+    out: list = []
+    for a in atom.args:
+        for v in term_vars(a):
+            if v not in out:
+                out.append(v)
+    return out

@@ -1,0 +1,1 @@
+"""The Metacompiler Catalog: schema, encoding, Spark storage, printing back."""

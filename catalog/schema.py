@@ -1,0 +1,270 @@
+"""The one declaration of every catalog table: columns, types, keys and meaning.
+
+Everything else derives from this module: the Spark tables (`catalog.store`), the rows
+the parser emits (`catalog.encode`), named-field atoms in stages (`sys::rule{id: R}`),
+and `docs/catalog.md` (`python -m evita.catalog.schema`).
+
+Ids are strings built from the program and a position (`sp:r2`, `sp:r2#1`), never
+counters, so compiling a program twice produces the same rows. Columns marked `source`
+record where text came from (file, line, column): they are kept for diagnostics and are
+ignored when two catalogs are compared, since printing a program moves its lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DATABASE = "evita"
+STRING, INT, BOOL, DOUBLE = "string", "int", "boolean", "double"
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    type: str
+    doc: str
+    nullable: bool = True
+    source: bool = False  # provenance only: ignored by catalog comparison
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple
+    key: tuple
+    figure: str = ""  # which entity of seed 002 Fig 3.1-3.2 it holds
+    order: tuple = field(default=())  # row order for printing and comparison
+
+    @property
+    def column_names(self) -> list:
+        return [c.name for c in self.columns]
+
+    def col(self, name: str) -> Col:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    @property
+    def compared_columns(self) -> list:
+        return [c.name for c in self.columns if not c.source]
+
+    def ddl(self) -> str:
+        cols = ", ".join(f"`{c.name}` {c.type.upper()}" for c in self.columns)
+        return f"{cols}"
+
+
+def _t(name, doc, columns, key, figure="", order=None):
+    cols = tuple(Col(*c) if isinstance(c, tuple) else c for c in columns)
+    return Table(name, doc, cols, tuple(key), figure, tuple(order or key))
+
+
+_LINE = Col("line", INT, "source line (1-based)", source=True)
+_COL = Col("col", INT, "source column (1-based)", source=True)
+
+TABLES = (
+    _t("program", "One row per loaded program.", [
+        ("id", STRING, "program id: the program's name"),
+        ("name", STRING, "name, from the file stem unless given"),
+        ("dialect", STRING, "'overlog' or 'souffle' (how undeclared relations are treated)"),
+        ("stage", STRING, "last compiler stage that completed ('parse' after loading)"),
+        Col("path", STRING, "file the program was read from", source=True),
+        Col("text", STRING, "the source text as loaded", source=True),
+    ], ["id"], "program"),
+    _t("component", "Dedalus components: named groups of rules deployed at addresses.", [
+        ("program", STRING, "program id"),
+        ("name", STRING, "component name"),
+        ("pos", INT, "statement ordinal in the program"),
+        _LINE, _COL,
+    ], ["program", "name"], order=["program", "pos"]),
+    _t("component_address", "The addresses a component is deployed at, one row each.", [
+        ("program", STRING, "program id"),
+        ("component", STRING, "component name"),
+        ("seq", INT, "0-based position in the address list"),
+        ("address", STRING, "address (a constant)"),
+    ], ["program", "component", "seq"]),
+    _t("relation", "Every relation a program mentions, declared or not (Fig 3.2 `table`).", [
+        ("id", STRING, "relation id: program.name"),
+        ("program", STRING, "program id"),
+        ("name", STRING, "relation name as written (may contain ::)"),
+        ("arity", INT, "number of columns"),
+        ("declared", BOOL, "declared by .decl, define or materialize"),
+        ("style", STRING, "how it was declared: decl, define, materialize, or null"),
+        ("materialized", BOOL, "stored across timesteps (materialize, .decl); else an event"),
+        ("lifetime", STRING, "materialize lifetime: 'infinity' or seconds"),
+        ("size", STRING, "materialize size bound: 'infinity' or a count"),
+        ("input", BOOL, "read from outside (.input)"),
+        ("output", BOOL, "written out (.output)"),
+        ("pos", INT, "ordinal of its declaration statement, null if implicit"),
+        _LINE, _COL,
+    ], ["id"], "table", order=["program", "name"]),
+    _t("relation_column", "Declared columns of a relation, one row each.", [
+        ("relation", STRING, "relation id"),
+        ("pos", INT, "0-based column position"),
+        ("name", STRING, "column name (c0, c1, ... when undeclared)"),
+        ("type", STRING, "number, unsigned, float, symbol or any"),
+    ], ["relation", "pos"]),
+    _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
+        ("id", STRING, "index id: relation id + ':primary'"),
+        ("relation", STRING, "relation id"),
+        ("kind", STRING, "'primary' (more kinds come with the planner)"),
+    ], ["id"], "index"),
+    _t("index_column", "Key columns of an index, one row each.", [
+        ("index", STRING, "index id"),
+        ("seq", INT, "0-based order within the key"),
+        ("col", INT, "0-based column position in the relation"),
+    ], ["index", "seq"]),
+    _t("rule", "Rules of a program (Fig 3.2 `rule`).", [
+        ("id", STRING, "rule id: program:name"),
+        ("program", STRING, "program id"),
+        ("name", STRING, "rule label as written, or rule<N> if unlabelled"),
+        ("pos", INT, "statement ordinal in the program"),
+        ("head", STRING, "predicate id of the head (position 0)"),
+        ("head_relation", STRING, "relation name of the head"),
+        ("is_delete", BOOL, "a `delete` rule"),
+        ("time", STRING, "Dedalus head time: null, 'next' or 'async'"),
+        ("component", STRING, "component name, if inside one"),
+        ("term_count", INT, "number of terms: head + body literals"),
+        _LINE, _COL,
+    ], ["id"], "rule", order=["program", "pos"]),
+    _t("predicate", "Atoms: heads (pos 0) and body subgoals (Fig 3.2 `predicate`).", [
+        ("id", STRING, "predicate id: rule id#pos"),
+        ("rule", STRING, "owning rule id (or query id)"),
+        ("pos", INT, "term position in the rule; 0 is the head"),
+        ("relation", STRING, "relation name"),
+        ("negated", BOOL, "`notin` / `!`"),
+        ("delta", BOOL, "driven by the relation's delta (ECA event); set by the delta stage"),
+        ("arity", INT, "number of arguments"),
+        ("location", INT, "argument position of the @ location specifier, or null"),
+        ("named", BOOL, "written with named fields"),
+        ("method", STRING, "join method chosen by a later stage, or null"),
+        _LINE, _COL,
+    ], ["id"], "predicate", order=["rule", "pos"]),
+    _t("argument", "Arguments of atoms, one row per position: variable, constant or expression.", [
+        ("predicate", STRING, "predicate id"),
+        ("pos", INT, "0-based argument position"),
+        ("kind", STRING, "var, const, wildcard, expr or agg"),
+        ("var", STRING, "variable name (kind var; agg over a variable)"),
+        ("value", STRING, "constant text (kind const)"),
+        ("type", STRING, "constant type: int float string bool null infinity"),
+        ("expr", STRING, "expression id (kind expr; agg over an expression)"),
+        ("agg", STRING, "aggregate function (kind agg): count sum min max avg set list"),
+    ], ["predicate", "pos"]),
+    _t("selection", "Boolean conditions in rule bodies (Fig 3.2 `select`).", [
+        ("id", STRING, "selection id: rule id#pos"),
+        ("rule", STRING, "rule id"),
+        ("pos", INT, "term position in the rule"),
+        ("expr", STRING, "root expression id"),
+        _LINE, _COL,
+    ], ["id"], "select", order=["rule", "pos"]),
+    _t("assignment", "`X := expr` terms (Fig 3.2 `assign`).", [
+        ("id", STRING, "assignment id: rule id#pos"),
+        ("rule", STRING, "rule id"),
+        ("pos", INT, "term position in the rule"),
+        ("var", STRING, "assigned variable"),
+        ("expr", STRING, "root expression id"),
+        _LINE, _COL,
+    ], ["id"], "assign", order=["rule", "pos"]),
+    _t("expression", "Expression trees, one row per node.", [
+        ("id", STRING, "node id: owner id + '.' + child path"),
+        ("rule", STRING, "rule id owning the expression"),
+        ("parent", STRING, "parent node id, null at the root"),
+        ("seq", INT, "0-based position among the parent's children"),
+        ("kind", STRING, "var, const, wildcard, call, op, cond or list"),
+        ("name", STRING, "variable, function or operator name"),
+        ("value", STRING, "constant text (kind const)"),
+        ("type", STRING, "constant type (kind const)"),
+    ], ["id"]),
+    _t("fact", "Ground tuples written in the program (Fig 3.2 `fact`).", [
+        ("id", STRING, "fact id: program/fact<pos>"),
+        ("program", STRING, "program id"),
+        ("pos", INT, "statement ordinal"),
+        ("relation", STRING, "relation name"),
+        ("arity", INT, "number of values"),
+        ("location", INT, "position of the @ argument, or null"),
+        ("component", STRING, "component, if inside one"),
+        _LINE, _COL,
+    ], ["id"], "fact", order=["program", "pos"]),
+    _t("fact_value", "Values of facts, one row per position.", [
+        ("fact", STRING, "fact id"),
+        ("pos", INT, "0-based position"),
+        ("value", STRING, "constant text"),
+        ("type", STRING, "int float string bool null infinity"),
+    ], ["fact", "pos"]),
+    _t("query", "`query` statements; the atom is a predicate row whose rule is the query id.", [
+        ("id", STRING, "query id: program/query<pos>"),
+        ("program", STRING, "program id"),
+        ("pos", INT, "statement ordinal"),
+        ("predicate", STRING, "predicate id of the queried atom"),
+        _LINE, _COL,
+    ], ["id"], order=["program", "pos"]),
+    _t("io", "Soufflé `.input` / `.output` directives.", [
+        ("program", STRING, "program id"),
+        ("relation", STRING, "relation name"),
+        ("direction", STRING, "'input' or 'output'"),
+        ("pos", INT, "statement ordinal"),
+        _LINE, _COL,
+    ], ["program", "relation", "direction"], order=["program", "pos"]),
+    _t("io_param", "Parameters of I/O directives (`filename=\"x\"`), one row each.", [
+        ("program", STRING, "program id"),
+        ("relation", STRING, "relation name"),
+        ("direction", STRING, "'input' or 'output'"),
+        ("key", STRING, "parameter name"),
+        ("value", STRING, "parameter value"),
+    ], ["program", "relation", "direction", "key"]),
+    _t("stage", "Compiler stages known to the scheduler.", [
+        ("name", STRING, "stage name"),
+        ("kind", STRING, "'bootstrap' (Python) or 'datalog' (.dl file)"),
+        ("path", STRING, "file the stage comes from", True, True),
+    ], ["name"]),
+    _t("stage_lattice", "Precedence among stages: `before` runs before `after`.", [
+        ("before", STRING, "stage name"),
+        ("after", STRING, "stage name"),
+    ], ["before", "after"]),
+    _t("statistic", "Statistics for cost-based stages: one metric of a relation or column.", [
+        ("program", STRING, "program id"),
+        ("relation", STRING, "relation name"),
+        ("col", INT, "column position, or null for the whole relation"),
+        ("metric", STRING, "cardinality, distinct, min, max, ..."),
+        ("value", DOUBLE, "the measurement"),
+    ], ["program", "relation", "col", "metric"]),
+)
+
+BY_NAME = {t.name: t for t in TABLES}
+
+
+def table(name: str) -> Table:
+    """The declaration of a catalog table, by bare (`rule`) or qualified (`sys::rule`) name."""
+    bare = name.split("::", 1)[1] if name.startswith("sys::") else name
+    try:
+        return BY_NAME[bare]
+    except KeyError:
+        raise KeyError(f"no catalog table {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def markdown() -> str:
+    """`docs/catalog.md`, generated from the declarations above."""
+    out = [
+        "# The Metacompiler Catalog",
+        "",
+        "Generated from `catalog/schema.py` by `python -m evita.catalog.schema`; do not edit.",
+        "",
+        f"Every table lives in the Spark database `{DATABASE}` (`{DATABASE}.rule`, ...).",
+        "Stages refer to them as `sys::NAME`, positionally or with named fields",
+        "(`sys::rule{id: R, program: P}`). Key columns are in **bold**; columns marked",
+        "*source* record provenance and are ignored when catalogs are compared.",
+        "",
+    ]
+    for t in TABLES:
+        fig = f" (seed 002 Fig 3.2: `{t.figure}`)" if t.figure else ""
+        out += [f"## `{t.name}`{fig}", "", t.doc, "", "| column | type | meaning |", "|---|---|---|"]
+        for c in t.columns:
+            name = f"**{c.name}**" if c.name in t.key else c.name
+            note = " *(source)*" if c.source else ""
+            out.append(f"| {name} | {c.type} | {c.doc}{note} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown())

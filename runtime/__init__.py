@@ -1,0 +1,1 @@
+"""The Datalog engine on Spark SQL."""

@@ -1,0 +1,1 @@
+"""Optimization stages, one .dl file each."""
