@@ -99,17 +99,20 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "table", order=["program", "name"]),
     _t("relation_column", "Declared columns of a relation, one row each.", [
+        ("program", STRING, "program id"),
         ("relation", STRING, "relation id"),
         ("pos", INT, "0-based column position"),
         ("name", STRING, "column name (c0, c1, ... when undeclared)"),
         ("type", STRING, "number, unsigned, float, symbol or any"),
     ], ["relation", "pos"]),
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
+        ("program", STRING, "program id"),
         ("id", STRING, "index id: relation id + ':primary'"),
         ("relation", STRING, "relation id"),
         ("kind", STRING, "'primary' (more kinds come with the planner)"),
     ], ["id"], "index"),
     _t("index_column", "Key columns of an index, one row each.", [
+        ("program", STRING, "program id"),
         ("index", STRING, "index id"),
         ("seq", INT, "0-based order within the key"),
         ("col", INT, "0-based column position in the relation"),
@@ -128,6 +131,7 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "rule", order=["program", "pos"]),
     _t("predicate", "Atoms: heads (pos 0) and body subgoals (Fig 3.2 `predicate`).", [
+        ("program", STRING, "program id"),
         ("id", STRING, "predicate id: rule id#pos"),
         ("rule", STRING, "owning rule id (or query id)"),
         ("pos", INT, "term position in the rule; 0 is the head"),
@@ -141,6 +145,7 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "predicate", order=["rule", "pos"]),
     _t("argument", "Arguments of atoms, one row per position: variable, constant or expression.", [
+        ("program", STRING, "program id"),
         ("predicate", STRING, "predicate id"),
         ("pos", INT, "0-based argument position"),
         ("kind", STRING, "var, const, wildcard, expr or agg"),
@@ -151,6 +156,7 @@ TABLES = (
         ("agg", STRING, "aggregate function (kind agg): count sum min max avg set list"),
     ], ["predicate", "pos"]),
     _t("selection", "Boolean conditions in rule bodies (Fig 3.2 `select`).", [
+        ("program", STRING, "program id"),
         ("id", STRING, "selection id: rule id#pos"),
         ("rule", STRING, "rule id"),
         ("pos", INT, "term position in the rule"),
@@ -158,6 +164,7 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "select", order=["rule", "pos"]),
     _t("assignment", "`X := expr` terms (Fig 3.2 `assign`).", [
+        ("program", STRING, "program id"),
         ("id", STRING, "assignment id: rule id#pos"),
         ("rule", STRING, "rule id"),
         ("pos", INT, "term position in the rule"),
@@ -166,6 +173,7 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "assign", order=["rule", "pos"]),
     _t("expression", "Expression trees, one row per node.", [
+        ("program", STRING, "program id"),
         ("id", STRING, "node id: owner id + '.' + child path"),
         ("rule", STRING, "rule id owning the expression"),
         ("parent", STRING, "parent node id, null at the root"),
@@ -186,6 +194,7 @@ TABLES = (
         _LINE, _COL,
     ], ["id"], "fact", order=["program", "pos"]),
     _t("fact_value", "Values of facts, one row per position.", [
+        ("program", STRING, "program id"),
         ("fact", STRING, "fact id"),
         ("pos", INT, "0-based position"),
         ("value", STRING, "constant text"),

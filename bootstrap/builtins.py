@@ -1,0 +1,91 @@
+"""The built-in functions a program may call, with their arities.
+
+Overlog spells them with an `f_` prefix (`f_cons`), Soufflé without (`cat`); both
+spellings name the same function. The static checks use this registry to reject unknown
+functions and wrong argument counts; the runtime maps each name to a Spark SQL expression
+(no Python UDFs), and a test holds the two in step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+    min_args: int
+    max_args: Optional[int]  # None: variadic
+    doc: str
+
+    def accepts(self, n: int) -> bool:
+        return n >= self.min_args and (self.max_args is None or n <= self.max_args)
+
+    @property
+    def arity_text(self) -> str:
+        if self.max_args == self.min_args:
+            return str(self.min_args)
+        if self.max_args is None:
+            return f"{self.min_args} or more"
+        return f"{self.min_args} to {self.max_args}"
+
+
+_ALL = [
+    # lists and sets (Spark arrays)
+    Builtin("cons", 2, 2, "cons(X, L): L with X in front; [X, L] when L is not a list"),
+    Builtin("append", 2, 2, "append(L, X): L with X at the end"),
+    Builtin("concat", 2, 2, "concat(L1, L2): the two lists joined"),
+    Builtin("contains", 2, 2, "contains(X, L): whether X is an element of L"),
+    Builtin("size", 1, 1, "size(L): number of elements of L"),
+    Builtin("first", 1, 1, "first(L): the first element of L"),
+    Builtin("last", 1, 1, "last(L): the last element of L"),
+    Builtin("list", 0, None, "list(A, B, ...): a list of the arguments"),
+    Builtin("set", 0, None, "set(A, B, ...): a duplicate-free sorted list of the arguments"),
+    Builtin("union", 2, 2, "union(S1, S2): set union"),
+    Builtin("intersect", 2, 2, "intersect(S1, S2): set intersection"),
+    Builtin("remove", 2, 2, "remove(L, X): L without X"),
+    # strings (Soufflé functors)
+    Builtin("cat", 1, None, "cat(A, B, ...): string concatenation"),
+    Builtin("strlen", 1, 1, "strlen(S): length of a string"),
+    Builtin("substr", 3, 3, "substr(S, I, N): N characters of S from 0-based I"),
+    Builtin("ord", 1, 1, "ord(S): a stable number for a symbol"),
+    Builtin("to_number", 1, 1, "to_number(S): the number S spells"),
+    Builtin("to_string", 1, 1, "to_string(N): the text of N"),
+    Builtin("to_float", 1, 1, "to_float(N): N as a float"),
+    Builtin("lower", 1, 1, "lower(S)"),
+    Builtin("upper", 1, 1, "upper(S)"),
+    # numbers
+    Builtin("abs", 1, 1, "abs(N)"),
+    Builtin("min", 2, None, "min(A, B, ...): the least argument (a function, not the aggregate)"),
+    Builtin("max", 2, None, "max(A, B, ...): the greatest argument"),
+    Builtin("pow", 2, 2, "pow(A, B): A to the power B"),
+    Builtin("floor", 1, 1, "floor(F)"),
+    Builtin("ceil", 1, 1, "ceil(F)"),
+    Builtin("band", 2, 2, "bitwise and"), Builtin("bor", 2, 2, "bitwise or"),
+    Builtin("bxor", 2, 2, "bitwise xor"), Builtin("bnot", 1, 1, "bitwise not"),
+    Builtin("bshl", 2, 2, "shift left"), Builtin("bshr", 2, 2, "shift right"),
+    # identity, hashing, time
+    Builtin("id", 1, None, "id(A, B, ...): a deterministic Skolem id built from the arguments"),
+    Builtin("hash", 1, None, "hash(A, ...): a 64-bit hash of the arguments"),
+    Builtin("sha1", 1, 1, "sha1(S): hex SHA-1 of the text of S (chord identifiers)"),
+    Builtin("now", 0, 0, "now(): the timestamp of the current evaluation"),
+    Builtin("rand", 0, 0, "rand(): a deterministic pseudo-random number per tuple"),
+    Builtin("coin_flip", 1, 1, "coin_flip(P): true with probability P (deterministic per tuple)"),
+    Builtin("if", 3, 3, "if(C, A, B): A when C holds, else B"),
+]
+
+BUILTINS = {b.name: b for b in _ALL}
+
+# Overlog spellings that differ by more than the f_ prefix.
+ALIASES = {"coinflip": "coin_flip", "coinFlip": "coin_flip", "len": "size", "tostr": "to_string",
+           "randID": "rand", "idgen": "id"}
+
+
+def canonical(name: str) -> str:
+    """`f_cons` -> `cons`; `f_coinFlip` -> `coin_flip`."""
+    bare = name[2:] if name.startswith("f_") else name
+    return ALIASES.get(bare, bare)
+
+
+def lookup(name: str) -> Optional[Builtin]:
+    return BUILTINS.get(canonical(name))
