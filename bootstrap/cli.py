@@ -1,1 +1,253 @@
-def main(): print("hi")
+"""The `evita` command line.
+
+    evita load PROGRAM            parse, check and store a program in the catalog
+    evita catalog [TABLE]         show catalog tables (all programs, or --program NAME)
+    evita sql "QUERY"             Spark SQL over the catalog (tables evita.rule, ...)
+    evita print NAME              the program text, read back from the catalog
+    evita plan / run PROGRAM      the physical dataflow / run it (runtime)
+
+Parsing and checking happen before Spark starts, so a bad program fails fast and
+leaves the catalog untouched.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from .diagnostics import EvitaError
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def main(argv: list | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    if getattr(args, "warehouse", None):
+        os.environ["EVITA_WAREHOUSE"] = str(Path(args.warehouse).resolve())
+    try:
+        return args.func(args) or 0
+    except EvitaError as e:
+        report(e)
+        return 1
+    except UserError as e:
+        err.print(f"[bold red]error:[/] {e}", markup=True, soft_wrap=True)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+class UserError(Exception):
+    """A mistake in how the command was called (not in the program)."""
+
+
+def report(e: EvitaError) -> None:
+    for d in e.diagnostics:
+        text = d.render(e.source)
+        head, _, rest = text.partition("\n")
+        err.print(f"[bold red]{_escape(head)}[/]", markup=True, soft_wrap=True)
+        if rest:
+            err.print(_escape(rest), markup=True, soft_wrap=True)
+    n = len(e.diagnostics)
+    err.print(f"[red]{n} error{'s' if n != 1 else ''}; nothing was written to the catalog.[/]", markup=True)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evita", description="Evita: a declarative metacompiler for Datalog on Spark.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
+    common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+    sub = p.add_subparsers(metavar="COMMAND")
+
+    c = sub.add_parser("load", parents=[common], help="parse a program into the catalog and summarize it")
+    c.add_argument("program", help="program file (.olg or .dl)")
+    c.add_argument("--name", help="program name (default: the file stem)")
+    c.set_defaults(func=cmd_load)
+
+    c = sub.add_parser("check", parents=[common], help="parse and check a program without storing it")
+    c.add_argument("program")
+    c.set_defaults(func=cmd_check)
+
+    c = sub.add_parser("catalog", parents=[common], help="show a catalog table, or all tables with row counts")
+    c.add_argument("table", nargs="?", help="catalog table (rule, predicate, argument, ...)")
+    c.add_argument("--program", help="only rows of this program")
+    c.add_argument("--limit", type=int, default=200, help="rows to show (default 200)")
+    c.set_defaults(func=cmd_catalog)
+
+    c = sub.add_parser("sql", parents=[common], help="run Spark SQL over the catalog")
+    c.add_argument("query", help='e.g. "SELECT name, term_count FROM evita.rule"')
+    c.add_argument("--limit", type=int, default=200)
+    c.set_defaults(func=cmd_sql)
+
+    c = sub.add_parser("print", parents=[common], help="print a stored program as text")
+    c.add_argument("name", help="program name")
+    c.set_defaults(func=cmd_print)
+
+    try:
+        from evita.runtime import cli_commands
+    except ImportError:
+        cli_commands = None
+    if cli_commands is not None:
+        import inspect
+
+        extra = (common,) if len(inspect.signature(cli_commands.add_arguments).parameters) > 1 else ()
+        cli_commands.add_arguments(sub, *extra)
+    return p
+
+
+# ---------------------------------------------------------------- commands
+
+def parse_and_check(path: str, name: str | None = None):
+    from .checks import check_program
+    from .parser import parse_file
+
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"{path}: no such file (give the path of a .olg or .dl program)")
+    return check_program(parse_file(file) if name is None else _parse_named(file, name))
+
+
+def _parse_named(file: Path, name: str):
+    from .parser import parse_program
+
+    return parse_program(file.read_text(), str(file), name)
+
+
+def session(args):
+    from evita.catalog import store
+    from evita.runtime.session import spark_session
+
+    spark = spark_session(master=getattr(args, "master", None))
+    store.attach(spark)
+    return spark
+
+
+def cmd_check(args) -> int:
+    program = parse_and_check(args.program)
+    out.print(f"{args.program}: ok ({len(program.rules)} rules, {len(program.facts)} facts)")
+    return 0
+
+
+def cmd_load(args) -> int:
+    from evita.catalog import store
+    from evita.catalog.encode import encode
+
+    started = time.perf_counter()
+    program = parse_and_check(args.program, args.name)
+    rows = encode(program)
+    spark = session(args)
+    store.save_program(spark, rows)
+    t = RichTable(title=f"program {program.name} stored in the catalog ({time.perf_counter() - started:.1f} s)")
+    t.add_column("table")
+    t.add_column("rows", justify="right")
+    for name, count in rows.counts().items():
+        if count:
+            t.add_row(f"evita.{name}", str(count))
+    out.print(t)
+    out.print(f"Inspect it with: evita catalog rule --program {program.name}   |   evita print {program.name}")
+    return 0
+
+
+def cmd_catalog(args) -> int:
+    from evita.catalog import schema
+
+    spark = session(args)
+    where = f" WHERE program = '{_sql_str(args.program)}'" if args.program else ""
+    if args.table is None:
+        if args.program and args.program not in _programs(spark):
+            raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(spark)) or 'none'}")
+        selects = [
+            f"SELECT '{t.name}' AS t, count(*) AS n FROM {schema.DATABASE}.`{t.name}`"
+            + (where if "program" in t.column_names else ("" if not args.program else " WHERE false"))
+            for t in schema.TABLES
+        ]
+        counts = {r["t"]: r["n"] for r in spark.sql(" UNION ALL ".join(selects)).collect()}
+        t = RichTable(title="catalog tables" + (f" of program {args.program}" if args.program else ""))
+        for col in ("table", "rows", "holds"):
+            t.add_column(col, justify="right" if col == "rows" else "left")
+        for tab in schema.TABLES:
+            t.add_row(f"{schema.DATABASE}.{tab.name}", str(counts.get(tab.name, 0)), tab.doc)
+        out.print(t)
+        return 0
+    try:
+        decl = schema.table(args.table)
+    except KeyError as e:
+        raise UserError(f"{e.args[0]}") from None
+    if args.program and "program" not in decl.column_names:
+        where = ""
+    order = ", ".join(f"`{c}`" for c in decl.order)
+    df = spark.sql(f"SELECT * FROM {schema.DATABASE}.`{decl.name}`{where} ORDER BY {order}")
+    show(df, args.limit, title=f"{schema.DATABASE}.{decl.name}")
+    return 0
+
+
+def cmd_sql(args) -> int:
+    spark = session(args)
+    try:
+        df = spark.sql(args.query)
+    except Exception as e:  # Spark's AnalysisException/ParseException carry a readable message
+        raise UserError(f"Spark SQL rejected the query: {_first_line(e)}\n"
+                        "hint: catalog tables are evita.<table>; list them with `evita catalog`") from None
+    show(df, args.limit)
+    return 0
+
+
+def cmd_print(args) -> int:
+    from evita.catalog import store
+    from evita.catalog.printer import print_catalog
+
+    spark = session(args)
+    if args.name not in _programs(spark):
+        raise UserError(f"no program {args.name!r} in the catalog; loaded: {', '.join(_programs(spark)) or 'none'}"
+                        f"\nhint: evita load FILE first")
+    rows = store.load_rows(spark, args.name)
+    sys.stdout.write(print_catalog(rows, args.name))
+    return 0
+
+
+# ---------------------------------------------------------------- output helpers
+
+def show(df, limit: int, title: str | None = None) -> None:
+    rows = df.limit(limit + 1).collect()
+    t = RichTable(title=title, show_lines=False)
+    for name in df.columns:
+        t.add_column(name, overflow="fold")
+    for r in rows[:limit]:
+        t.add_row(*("" if v is None else str(v) for v in r))
+    out.print(t)
+    if len(rows) > limit:
+        out.print(f"(first {limit} rows; use --limit to see more)")
+
+
+def _programs(spark) -> list:
+    from evita.catalog import store
+
+    return list(store.list_programs(spark))
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 DEFAULT_MASTER = "local[*]"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def warehouse_dir(path: str | os.PathLike | None = None) -> Path:
@@ -33,7 +34,7 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         .config("spark.driver.memory", os.environ.get("EVITA_DRIVER_MEMORY", "4g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={_LOG_CONFIG}")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

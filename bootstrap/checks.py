@@ -1,0 +1,310 @@
+"""Static checks run between parsing and the catalog: nothing reaches the catalog unless
+every check passes.
+
+Each check is one function from a parsed program to diagnostics; `check_program` runs
+them all and raises one `EvitaError` listing every problem found.
+
+>>> from evita.bootstrap.parser import parse_program
+>>> p = parse_program("r1 out(X, Z) :- in(X, Y).", "demo.olg")
+>>> [d.code for d in diagnose(p)]
+['unsafe-rule']
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Iterator
+
+from . import builtins
+from .diagnostics import Diagnostic, EvitaError
+from .syntax import (
+    Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
+    Program, Query, Rule, Select, Span, Var, Wildcard, term_vars,
+)
+
+
+def check_program(program: Program) -> Program:
+    """Raise EvitaError with every diagnostic, or return the program unchanged."""
+    found = list(diagnose(program))
+    if found:
+        raise EvitaError(found, source=program.text)
+    return program
+
+
+def diagnose(program: Program) -> list:
+    out: list = []
+    for check in CHECKS:
+        out.extend(check(program))
+    return out
+
+
+# ---------------------------------------------------------------- safety
+
+def check_safety(program: Program) -> Iterator[Diagnostic]:
+    """Every head, negated, compared or assigned-from variable must be bound by a
+    positive atom or by an assignment whose inputs are bound (seed 002 §2.1)."""
+    for rule in program.rules:
+        bound = _bound_vars(rule)
+        for lit in rule.body:
+            if isinstance(lit, Atom) and lit.negated:
+                yield from _unbound(lit.args, bound, rule, "negated atom " + lit.relation,
+                                    "a variable under notin/! must also appear in a positive atom of the body "
+                                    "(use _ for a column you do not care about)")
+            elif isinstance(lit, Select):
+                yield from _unbound([lit.expr], bound, rule, "condition",
+                                    "conditions only filter: bind the variable in a positive atom or with :=")
+            elif isinstance(lit, Assign):
+                yield from _unbound([lit.expr], bound, rule, f"assignment to {lit.var.name}",
+                                    "the right side of := may only use variables bound elsewhere in the body")
+        for arg in rule.head.args:
+            if isinstance(arg, Wildcard):
+                yield Diagnostic("unsafe-rule", f"rule {rule.name}: the head of a rule cannot contain _",
+                                 arg.span, "_", "name the value the head should carry, or drop the column")
+        yield from _unbound(rule.head.args, bound, rule, "head",
+                            "bind every head variable in a positive body atom or with :=")
+
+
+def _bound_vars(rule: Rule) -> set:
+    bound = set()
+    for lit in rule.body:
+        if isinstance(lit, Atom) and not lit.negated:
+            # Only plain variable arguments bind; computed arguments are matched, not solved.
+            bound.update(a.name for a in lit.args if isinstance(a, Var))
+    # Assignments bind in any order as long as their inputs are bound (Overlog := is a macro).
+    assigns = [lit for lit in rule.body if isinstance(lit, Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            if a.var.name not in bound and set(term_vars(a.expr)) <= bound:
+                bound.add(a.var.name)
+                changed = True
+    return bound
+
+
+def _unbound(terms, bound: set, rule: Rule, where: str, hint: str) -> Iterator[Diagnostic]:
+    seen = set()
+    for t in terms:
+        for v in _var_nodes(t):
+            if v.name not in bound and v.name not in seen:
+                seen.add(v.name)
+                yield Diagnostic("unsafe-rule",
+                                 f"rule {rule.name}: variable {v.name} in the {where} is not bound",
+                                 v.span, v.name, hint)
+
+
+def _var_nodes(term) -> Iterator[Var]:
+    if isinstance(term, Var):
+        yield term
+    elif isinstance(term, Aggregate):
+        if term.arg is not None:
+            yield from _var_nodes(term.arg)
+    else:
+        for child in _children(term):
+            yield from _var_nodes(child)
+
+
+def _children(term) -> tuple:
+    for name in ("args", "items"):
+        if hasattr(term, name):
+            return getattr(term, name)
+    kids = []
+    for name in ("left", "right", "arg", "test", "then", "other"):
+        if hasattr(term, name):
+            kids.append(getattr(term, name))
+    return tuple(kids)
+
+
+# ---------------------------------------------------------------- relations: arity, declarations
+
+def _declared(program: Program) -> dict:
+    """relation name -> (arity or None, statement) for every declaration."""
+    out = {}
+    for s in program.statements:
+        if isinstance(s, Declaration):
+            out.setdefault(s.relation, (len(s.columns), s))
+        elif isinstance(s, Materialize):
+            out.setdefault(s.relation, (None, s))
+    return out
+
+
+def _uses(program: Program) -> Iterator[tuple]:
+    """(atom, role) for every atom in the program."""
+    for s in program.statements:
+        if isinstance(s, Rule):
+            yield s.head, "head"
+            for lit in s.body:
+                if isinstance(lit, Atom):
+                    yield lit, "body"
+        elif isinstance(s, Fact):
+            yield s.atom, "fact"
+        elif isinstance(s, Query):
+            yield s.atom, "query"
+
+
+def _catalog_arity(name: str):
+    if not name.startswith("sys::"):
+        return None
+    from evita.catalog import schema
+    try:
+        return len(schema.table(name).columns)
+    except KeyError:
+        return None
+
+
+def check_arity(program: Program) -> Iterator[Diagnostic]:
+    """A relation has one arity: its declaration's, or else the one it is first used with."""
+    declared = _declared(program)
+    first_use: dict = {}
+    for atom, role in _uses(program):
+        arity, decl = declared.get(atom.relation, (None, None))
+        origin = f"declared with {arity} columns at {decl.span}" if arity is not None else None
+        if arity is None and atom.relation.startswith("sys::"):
+            arity = _catalog_arity(atom.relation)
+            origin = f"the catalog table has {arity} columns (docs/catalog.md)" if arity is not None else None
+        if arity is None:
+            if atom.relation not in first_use:
+                first_use[atom.relation] = atom
+                continue
+            first = first_use[atom.relation]
+            arity, origin = first.arity, f"first used with {first.arity} arguments at {first.span}"
+        if atom.arity != arity:
+            yield Diagnostic("arity", f"{atom.relation} is used with {atom.arity} arguments but {origin}",
+                             atom.span, atom.relation,
+                             f"give {atom.relation} exactly {arity} arguments (use _ for columns you ignore)")
+    for s in program.statements:
+        if isinstance(s, Materialize):
+            arity = _arity_of(program, s.relation)
+            for k in s.keys:
+                if arity is not None and not 0 <= k < arity:
+                    yield Diagnostic("bad-key", f"materialize({s.relation}, ...) names key column {k + 1}, "
+                                     f"but {s.relation} has {arity} columns", s.span, s.relation,
+                                     f"keys(...) counts columns from 1 to {arity}")
+
+
+def _arity_of(program: Program, relation: str):
+    for atom, _ in _uses(program):
+        if atom.relation == relation:
+            return atom.arity
+    return None
+
+
+def check_declared(program: Program) -> Iterator[Diagnostic]:
+    """Soufflé-style programs (any .decl) must declare every relation they use."""
+    declared = _declared(program)
+    if program.dialect != "souffle":
+        targets = []
+    else:
+        targets = [(a.relation, a.span) for a, _ in _uses(program)]
+    targets += [(s.relation, s.span) for s in program.statements if isinstance(s, IODirective)]
+    reported = set()
+    for name, span in targets:
+        if name in declared or name.startswith("sys::") or name in reported:
+            continue
+        reported.add(name)
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f"did you mean {close[0]}?" if close else f"add `.decl {name}(...)` with its column names and types"
+        yield Diagnostic("undeclared-relation", f"relation {name} is not declared", span, name, hint)
+
+
+def check_duplicates(program: Program) -> Iterator[Diagnostic]:
+    labels: dict = {}
+    for r in program.rules:
+        if r.name in labels:
+            yield Diagnostic("duplicate-rule", f"rule label {r.name} is already used at {labels[r.name]}",
+                             r.span, r.name, "give every rule its own label")
+        else:
+            labels[r.name] = r.span
+    decls: dict = {}
+    for s in program.statements:
+        if isinstance(s, Declaration):
+            if s.relation in decls:
+                yield Diagnostic("duplicate-declaration", f"relation {s.relation} is declared twice "
+                                 f"(first at {decls[s.relation]})", s.span, s.relation,
+                                 "keep one declaration")
+            decls.setdefault(s.relation, s.span)
+
+
+# ---------------------------------------------------------------- functions and aggregates
+
+def _terms_of(program: Program) -> Iterator[tuple]:
+    """(term, context) for every top-level term: context is 'head', 'body', 'fact' or 'query'."""
+    for atom, role in _uses(program):
+        for a in atom.args:
+            yield a, role
+    for r in program.rules:
+        for lit in r.body:
+            if isinstance(lit, Select):
+                yield lit.expr, "condition"
+            elif isinstance(lit, Assign):
+                yield lit.expr, "assignment"
+
+
+def _calls(term) -> Iterator[Call]:
+    if isinstance(term, Call):
+        yield term
+    if isinstance(term, Aggregate):
+        if term.arg is not None:
+            yield from _calls(term.arg)
+        return
+    for child in _children(term):
+        yield from _calls(child)
+
+
+def check_functions(program: Program) -> Iterator[Diagnostic]:
+    for term, _ in _terms_of(program):
+        for call in _calls(term):
+            fn = builtins.lookup(call.func)
+            if fn is None:
+                names = sorted(builtins.BUILTINS) + ["f_" + n for n in builtins.BUILTINS]
+                close = difflib.get_close_matches(call.func, names, n=1)
+                hint = f"did you mean {close[0]}?" if close else "see docs/language.md for the built-in functions"
+                yield Diagnostic("unknown-function", f"unknown function {call.func}", call.span, call.func, hint)
+            elif not fn.accepts(len(call.args)):
+                yield Diagnostic("function-arity", f"{call.func} takes {fn.arity_text} arguments, "
+                                 f"not {len(call.args)}", call.span, call.func, fn.doc)
+
+
+def check_aggregates(program: Program) -> Iterator[Diagnostic]:
+    """Aggregates belong at the top level of a rule head, once per column."""
+    for term, role in _terms_of(program):
+        for agg in _walk(term):
+            if not isinstance(agg, Aggregate):
+                continue
+            if role != "head":
+                yield Diagnostic("misused-aggregate", f"aggregate {agg.func}<...> may only appear in a rule head"
+                                 f", not in a {role}", agg.span, agg.func,
+                                 "aggregate in the head of a helper rule and join with its result")
+            elif agg is not term:
+                yield Diagnostic("misused-aggregate", f"aggregate {agg.func}<...> must be a whole head argument, "
+                                 "not nested in an expression or another aggregate", agg.span, agg.func,
+                                 "compute the aggregate in one rule and the expression over it in another")
+            elif agg.arg is None and agg.func != "count":
+                yield Diagnostic("misused-aggregate", f"{agg.func}<*> has nothing to aggregate",
+                                 agg.span, agg.func, "only count<*> takes *; write e.g. min<C>")
+    for r in program.rules:
+        if r.delete and any(isinstance(a, Aggregate) for a in r.head.args):
+            yield Diagnostic("misused-aggregate", f"delete rule {r.name} cannot aggregate", r.head.span,
+                             r.head.relation, "compute the aggregate in a helper rule, then delete with it")
+
+
+def _walk(term) -> Iterator:
+    yield term
+    if isinstance(term, Aggregate):
+        if term.arg is not None:
+            yield from _walk(term.arg)
+        return
+    for child in _children(term):
+        yield from _walk(child)
+
+
+def check_facts(program: Program) -> Iterator[Diagnostic]:
+    for f in program.facts:
+        for a in f.atom.args:
+            if not isinstance(a, Const):
+                yield Diagnostic("non-ground-fact", f"fact {f.atom.relation} has a non-constant argument",
+                                 getattr(a, "span", f.span), f.atom.relation,
+                                 "facts hold constants only; write a rule to compute values")
+
+
+CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
+          check_aggregates, check_facts)
