@@ -184,7 +184,7 @@ TABLES = (
         ("type", STRING, "constant type (kind const)"),
     ], ["id"]),
     _t("fact", "Ground tuples written in the program (Fig 3.2 `fact`).", [
-        ("id", STRING, "fact id: program/fact<pos>"),
+        ("id", STRING, "fact id: program:fact<pos>"),
         ("program", STRING, "program id"),
         ("pos", INT, "statement ordinal"),
         ("relation", STRING, "relation name"),
@@ -201,7 +201,7 @@ TABLES = (
         ("type", STRING, "int float string bool null infinity"),
     ], ["fact", "pos"]),
     _t("query", "`query` statements; the atom is a predicate row whose rule is the query id.", [
-        ("id", STRING, "query id: program/query<pos>"),
+        ("id", STRING, "query id: program:query<pos>"),
         ("program", STRING, "program id"),
         ("pos", INT, "statement ordinal"),
         ("predicate", STRING, "predicate id of the queried atom"),
@@ -220,7 +220,8 @@ TABLES = (
         ("direction", STRING, "'input' or 'output'"),
         ("key", STRING, "parameter name"),
         ("value", STRING, "parameter value"),
-    ], ["program", "relation", "direction", "key"]),
+        ("seq", INT, "0-based position in the parameter list"),
+    ], ["program", "relation", "direction", "key"], order=["program", "relation", "direction", "seq"]),
     _t("stage", "Compiler stages known to the scheduler.", [
         ("name", STRING, "stage name"),
         ("kind", STRING, "'bootstrap' (Python) or 'datalog' (.dl file)"),

@@ -1,0 +1,201 @@
+"""Catalog rows -> Program: the inverse of `catalog.encode`.
+
+Decoding reads only columns, never the shape of ids, so rules that later stages add with
+ids of their own (`id("delta", R, A)`) decode like parsed ones. Statements come out in
+statement-ordinal (`pos`) order; rows without an ordinal follow, ordered by id.
+
+>>> from evita.bootstrap.syntax import Atom, Program, Rule, Var
+>>> from evita.catalog.encode import encode
+>>> r = Rule("r1", Atom("path", (Var("X"), Var("Y"))), (Atom("link", (Var("X"), Var("Y"))),))
+>>> decode(encode(Program("sp", (r,))), "sp") == Program("sp", (r,))
+True
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from evita.bootstrap.syntax import (
+    BOOL, FLOAT, INFINITY, INT, NOWHERE, NULL, Aggregate, Assign, Atom, BinOp, Call, Column,
+    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program,
+    Query, Rule, Select, Span, UnOp, Var, Wildcard,
+)
+
+from .rows import CatalogRows
+
+# The value the parser gives `infinity`; printing and the catalog only see the type.
+INFINITY_VALUE = "infinity"
+
+
+def const_value(text, type_: str):
+    """The Python value of a stored constant (inverse of `encode.const_text`).
+
+    >>> [const_value(t, ty) for t, ty in [("3", "int"), ("0.5", "float"), ("true", "bool"), (None, "null")]]
+    [3, 0.5, True, None]
+    """
+    if type_ == INT:
+        return int(text)
+    if type_ == FLOAT:
+        return float(text)
+    if type_ == BOOL:
+        return text == "true"
+    if type_ == NULL:
+        return None
+    if type_ == INFINITY:
+        return INFINITY_VALUE
+    return text
+
+
+def const(text, type_: str) -> Const:
+    return Const(const_value(text, type_), type_)
+
+
+def number_const(text: str) -> Const:
+    """A materialize lifetime/size: infinity, an int or a float."""
+    if text == "infinity":
+        return const(text, INFINITY)
+    try:
+        return Const(int(text), INT)
+    except ValueError:
+        return Const(float(text), FLOAT)
+
+
+def decode(rows: CatalogRows, program_id: str) -> Program:
+    return _Decoder(rows, program_id).program()
+
+
+class _Decoder:
+    def __init__(self, rows: CatalogRows, program_id: str):
+        self.pid = program_id
+        mine = rows.only(program_id)
+        self.t = {name: mine.dicts(name) for name in mine}
+        progs = self.t["program"]
+        if not progs:
+            raise LookupError(f"no program {program_id!r} in the catalog rows "
+                              f"(programs: {', '.join(rows.programs()) or 'none'})")
+        self.prog = progs[0]
+        self.path = self.prog["path"] or "<catalog>"
+        self.preds = {r["id"]: r for r in self.t["predicate"]}
+        self.args = _group(self.t["argument"], "predicate", "pos")
+        self.nodes = {r["id"]: r for r in self.t["expression"]}
+        self.children = _group(self.t["expression"], "parent", "seq")
+        self.body = defaultdict(list)  # rule id -> [(pos, literal)]
+        for r in self.t["predicate"]:
+            if r["pos"]:
+                self.body[r["rule"]].append((r["pos"], r["id"], self.atom(r)))
+        for r in self.t["selection"]:
+            self.body[r["rule"]].append((r["pos"], r["id"], Select(self.expr(r["expr"]), self.span(r))))
+        for r in self.t["assignment"]:
+            self.body[r["rule"]].append(
+                (r["pos"], r["id"], Assign(Var(r["var"]), self.expr(r["expr"]), self.span(r))))
+
+    def span(self, row) -> Span:
+        if row.get("line") is None:
+            return NOWHERE
+        return Span(self.path, row["line"], row["col"] or 0)
+
+    def program(self) -> Program:
+        stmts = []  # (pos, kind rank, id, statement)
+        for r in self.t["rule"]:
+            stmts.append((r["pos"], 0, r["id"], self.rule(r)))
+        for r in self.t["fact"]:
+            stmts.append((r["pos"], 1, r["id"], self.fact(r)))
+        for r in self.t["query"]:
+            stmts.append((r["pos"], 2, r["id"], Query(self.atom(self.preds[r["predicate"]]), self.span(r))))
+        for r in self.t["relation"]:
+            if r["declared"]:
+                stmts.append((r["pos"], 3, r["id"], self.declaration(r)))
+        for r in self.t["io"]:
+            stmts.append((r["pos"], 4, r["relation"] + r["direction"], self.io(r)))
+        for r in self.t["component"]:
+            addrs = [a["address"] for a in _group(self.t["component_address"], "component", "seq")[r["name"]]]
+            stmts.append((r["pos"], 5, r["name"], Component(r["name"], tuple(addrs), self.span(r))))
+        stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))
+        p = self.prog
+        return Program(p["name"], tuple(s[3] for s in stmts), p["path"] or "", p["dialect"],
+                       p["text"] or "")
+
+    def rule(self, r) -> Rule:
+        head_id = r["head"] or next(p["id"] for p in self.t["predicate"]
+                                    if p["rule"] == r["id"] and p["pos"] == 0)
+        body = tuple(lit for _, _, lit in sorted(self.body[r["id"]], key=lambda x: (x[0], x[1])))
+        return Rule(r["name"], self.atom(self.preds[head_id]), body, bool(r["is_delete"]), r["time"],
+                    r["component"], self.span(r))
+
+    def atom(self, p) -> Atom:
+        args = tuple(self.argument(a) for a in self.args[p["id"]])
+        return Atom(p["relation"], args, p["location"], bool(p["negated"]), bool(p["delta"]),
+                    bool(p["named"]), self.span(p))
+
+    def argument(self, a):
+        kind = a["kind"]
+        if kind == "var":
+            return Var(a["var"])
+        if kind == "wildcard":
+            return Wildcard()
+        if kind == "const":
+            return const(a["value"], a["type"])
+        if kind == "expr":
+            return self.expr(a["expr"])
+        if kind == "agg":
+            arg = Var(a["var"]) if a["var"] is not None else (
+                self.expr(a["expr"]) if a["expr"] is not None else None)
+            return Aggregate(a["agg"], arg)
+        raise ValueError(f"argument {a['predicate']}/{a['pos']} has unknown kind {kind!r}")
+
+    def expr(self, node_id: str):
+        n = self.nodes[node_id]
+        kind = n["kind"]
+        kids = [self.expr(c["id"]) for c in self.children[node_id]]
+        if kind == "var":
+            return Var(n["name"])
+        if kind == "wildcard":
+            return Wildcard()
+        if kind == "const":
+            return const(n["value"], n["type"])
+        if kind == "call":
+            return Call(n["name"], tuple(kids))
+        if kind == "op":
+            return UnOp(n["name"], kids[0]) if len(kids) == 1 else BinOp(n["name"], kids[0], kids[1])
+        if kind == "cond":
+            return Cond(*kids)
+        if kind == "list":
+            return ListExpr(tuple(kids))
+        raise ValueError(f"expression {node_id} has unknown kind {kind!r}")
+
+    def fact(self, r) -> Fact:
+        vals = _group(self.t["fact_value"], "fact", "pos")[r["id"]]
+        atom = Atom(r["relation"], tuple(const(v["value"], v["type"]) for v in vals), r["location"],
+                    span=self.span(r))
+        return Fact(atom, r["component"], self.span(r))
+
+    def keys(self, relation_id: str):
+        idx = [i for i in self.t["index"] if i["relation"] == relation_id and i["kind"] == "primary"]
+        if not idx:
+            return None
+        cols = _group(self.t["index_column"], "index", "seq")[idx[0]["id"]]
+        return tuple(c["col"] for c in cols)
+
+    def declaration(self, r):
+        keys = self.keys(r["id"])
+        if r["style"] == "materialize":
+            return Materialize(r["name"], number_const(r["lifetime"]), number_const(r["size"]),
+                               keys or (), self.span(r))
+        cols = _group(self.t["relation_column"], "relation", "pos")[r["id"]]
+        return Declaration(r["name"], tuple(Column(c["name"], c["type"]) for c in cols), keys,
+                           r["style"], self.span(r))
+
+    def io(self, r) -> IODirective:
+        params = [p for p in self.t["io_param"]
+                  if p["relation"] == r["relation"] and p["direction"] == r["direction"]]
+        params.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0, p["key"]))
+        return IODirective(r["direction"], r["relation"], tuple((p["key"], p["value"]) for p in params),
+                           self.span(r))
+
+
+def _group(rows: list, key: str, order: str) -> dict:
+    out = defaultdict(list)
+    for r in rows:
+        out[r[key]].append(r)
+    for v in out.values():
+        v.sort(key=lambda r: (r[order] is None, r[order] or 0))
+    return out
