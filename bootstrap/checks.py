@@ -59,7 +59,9 @@ def check_safety(program: Program) -> Iterator[Diagnostic]:
             if isinstance(arg, Wildcard):
                 yield Diagnostic("unsafe-rule", f"rule {rule.name}: the head of a rule cannot contain _",
                                  arg.span, "_", "name the value the head should carry, or drop the column")
-        yield from _unbound(rule.head.args, bound, rule, "head",
+        # A variable assigned from unbound inputs is reported at its assignment, not again here.
+        assigned = {lit.var.name for lit in rule.body if isinstance(lit, Assign)}
+        yield from _unbound(rule.head.args, bound | assigned, rule, "head",
                             "bind every head variable in a positive body atom or with :=")
 
 

@@ -1,0 +1,92 @@
+"""The CLI: in-process for speed (sharing the test session's Spark), and once as the
+installed `evita` command run from a directory outside the repository."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evita.bootstrap.cli import main
+from evita.bootstrap.parser import parse_program
+from evita.catalog.encode import encode
+
+from conftest import EXAMPLES, FIXTURES, REPO
+
+SHORTEST_PATH = EXAMPLES / "shortest_path.olg"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_load_then_inspect(spark, capsys):
+    code, out, _ = run(capsys, "load", str(SHORTEST_PATH))
+    assert code == 0 and "evita.rule" in out and "evita.argument" in out
+
+    code, out, _ = run(capsys, "catalog", "rule", "--program", "shortest_path")
+    assert code == 0 and "r1" in out and "r4" in out
+
+    code, out, _ = run(capsys, "catalog", "--program", "shortest_path")
+    assert code == 0 and "evita.predicate" in out
+
+    code, out, _ = run(capsys, "sql", "SELECT count(*) AS n FROM evita.rule WHERE program = 'shortest_path'")
+    assert code == 0 and "4" in out
+
+    code, out, _ = run(capsys, "print", "shortest_path")
+    assert code == 0
+    reparsed = parse_program(out, "printed.olg", "shortest_path")
+    original = parse_program(SHORTEST_PATH.read_text(), str(SHORTEST_PATH))
+    assert encode(reparsed).compared() == encode(original).compared()
+
+
+def test_bad_program_fails_and_writes_nothing(spark, capsys):
+    bad = FIXTURES / "invalid" / "check_unsafe_head.olg"
+    code, _, err = run(capsys, "load", str(bad))
+    assert code == 1
+    assert f"{bad}:4:15" in err and "unsafe-rule" in err and "hint" in err
+    code, out, _ = run(capsys, "sql", "SELECT count(*) AS n FROM evita.program WHERE id = 'check_unsafe_head'")
+    assert code == 0 and "0" in out
+
+
+def test_user_errors_are_clear(spark, capsys):
+    code, _, err = run(capsys, "load", "no/such/file.olg")
+    assert code == 1 and "no such file" in err
+    code, _, err = run(capsys, "print", "never_loaded")
+    assert code == 1 and "no program" in err
+    code, _, err = run(capsys, "sql", "SELECT nope FROM evita.rule")
+    assert code == 1 and "Spark SQL rejected" in err
+    code, _, err = run(capsys, "catalog", "nonsense")
+    assert code == 1 and "no catalog table" in err
+
+
+def installed_evita() -> str:
+    beside = Path(sys.executable).with_name("evita")
+    found = str(beside) if beside.exists() else shutil.which("evita")
+    if not found:
+        pytest.fail("the evita console script is not installed (pip install .)")
+    return found
+
+
+def test_installed_cli_outside_the_repository(tmp_path):
+    env = dict(os.environ, EVITA_WAREHOUSE=str(tmp_path / "wh"))
+    evita = installed_evita()
+
+    def call(*argv):
+        return subprocess.run([evita, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    load = call("load", str(SHORTEST_PATH))
+    assert load.returncode == 0, load.stderr
+    printed = call("print", "shortest_path")
+    assert printed.returncode == 0, printed.stderr
+    assert "r2 path(@X, Z, P, C)" in printed.stdout
+    assert not (tmp_path / "evita-warehouse").exists()  # the warehouse went where it was told
+    assert REPO not in Path(tmp_path).parents
+
+    bad = call("check", str(FIXTURES / "invalid" / "check_arity.olg"))
+    assert bad.returncode == 1 and "check_arity.olg:4:18" in bad.stderr
