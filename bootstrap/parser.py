@@ -1,0 +1,991 @@
+"""The front end: program text -> `syntax.Program`.
+
+`grammar.lark` (LALR, built once and cached) gives a parse tree; `_Builder` turns it into
+the dataclasses of `syntax.py`, each with its `Span`; `_Lowering` then performs the
+rewrites that are syntax rather than optimization (docs/language.md, "Lowering"):
+
+* unlabelled rules get the label `rule{N}`;
+* a disjunctive body becomes one rule per alternative (`L`, `L_or2`, `L_or3`, ...);
+* a Soufflé body aggregate `V = count : { ... }` becomes a helper rule `L_agg1`;
+* Soufflé `X = E` becomes `X := E` when X is bound nowhere else, otherwise `==`;
+* named-field atoms `rel{col: T}` become positional atoms (`Atom(named=True)`).
+
+Errors are `EvitaError`s carrying `Diagnostic`s in the user's terms.
+
+>>> p = parse_program('link("a", "b", 1).\\nr1 path(X, Y) :- link(X, Y, _).', path="g.olg")
+>>> p.name, p.dialect, [type(s).__name__ for s in p.statements]
+('g', 'overlog', ['Fact', 'Rule'])
+>>> parse_rule("p(X) :- q(X), X > 1").body[1]
+Select(expr=BinOp(op='>', left=Var(name='X'), right=Const(value=1, type='int')))
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from .diagnostics import Diagnostic, EvitaError
+from .syntax import (
+    BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
+    Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom,
+    Program, Query, Rule, Select, Span, UnOp, Var, Wildcard, atom_vars, term_vars,
+)
+
+GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+__all__ = ["parse_program", "parse_file", "parse_rule", "parse_atom", "GRAMMAR"]
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+                propagate_positions=True, start=["start", "literal_only"], maybe_placeholders=False)
+
+
+# ---------------------------------------------------------------- public API
+
+def parse_program(text: str, path: str = "<string>", name: Optional[str] = None) -> Program:
+    """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found."""
+    tree = _parse_tree(text, path, "start")
+    builder = _Builder(path)
+    try:
+        items = builder.transform(tree)
+    except VisitError as e:  # a bug in the builder, not the user's: let it surface plainly
+        raise e.orig_exc from None
+    lowering = _Lowering(path, builder.diagnostics)
+    statements = lowering.run(items.children if hasattr(items, "children") else items)
+    if lowering.diagnostics:
+        raise EvitaError(lowering.diagnostics, source=text)
+    dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
+        else "overlog"
+    if lowering.aggregate_helpers and dialect == "souffle":
+        statements = lowering.declare_helpers(statements)
+    return Program(name or _program_name(path), tuple(statements), path, dialect, text)
+
+
+def parse_file(path) -> Program:
+    path = Path(path)
+    return parse_program(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse_rule(text: str) -> Rule:
+    """The first rule of `text` (a trailing '.' may be left out)."""
+    text = text.strip()
+    if not text.endswith("."):
+        text += "."
+    return parse_program(text).rules[0]
+
+
+def parse_atom(text: str):
+    """One body literal: an atom (`notin`, `!`, `delta` and named fields allowed)."""
+    tree = _parse_tree(text, "<string>", "literal_only")
+    builder = _Builder("<string>")
+    literal = builder.transform(tree)
+    lowering = _Lowering("<string>", builder.diagnostics)
+    literal = lowering.resolve_literal(literal)
+    if lowering.diagnostics:
+        raise EvitaError(lowering.diagnostics, source=text)
+    return literal
+
+
+def _program_name(path: str) -> str:
+    if path.startswith("<"):
+        return "program"
+    name = re.sub(r"[^A-Za-z0-9_]", "_", Path(path).stem)
+    return name or "program"
+
+
+_MAX_SYNTAX_ERRORS = 20
+
+
+def _parse_tree(text: str, path: str, start: str):
+    """Parse, or raise every syntax error found.
+
+    After an error the statement holding it is blanked out (newlines kept, so positions
+    stay right) and the text is parsed again; this finds the next independent mistake
+    without a cascade of follow-up errors.
+    """
+    diagnostics: list = []
+    current = text
+    while True:
+        try:
+            tree = _lark().parse(current, start=start)
+        except UnexpectedInput as e:
+            diagnostics.append(_syntax_diagnostic(e, current, path))
+            offset = _error_offset(e, current)
+            region = _statement_region(current, offset) if start == "start" else None
+            if region is None or len(diagnostics) >= _MAX_SYNTAX_ERRORS:
+                break
+            lo, hi = region
+            current = current[:lo] + re.sub(r"[^\n]", " ", current[lo:hi]) + current[hi:]
+            continue
+        if not diagnostics:
+            return tree
+        break
+    raise EvitaError(diagnostics, source=text)
+
+
+def _error_offset(e: UnexpectedInput, text: str) -> int:
+    if isinstance(e, UnexpectedCharacters):
+        return e.pos_in_stream
+    tok = getattr(e, "token", None)
+    if tok is None or tok.type == "$END" or tok.start_pos is None:
+        return len(text)
+    return tok.start_pos
+
+
+_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*.*?(?:\*/|\Z)|\.(?=\s|\Z)|[{}]', re.S)
+
+
+def _statement_region(text: str, offset: int):
+    """(start, end) of the statement around `offset`, or None when blanking cannot help."""
+    if offset >= len(text.rstrip()):
+        return None  # the error is at the end: nothing after it to recover
+    lo = 0
+    hi = None
+    for m in _SCAN.finditer(text):
+        tok = m.group()
+        if tok[0] in '"/':
+            continue
+        if m.start() < offset:
+            lo = m.end()  # after the last '.', '{' or '}' before the error
+        elif tok == ".":
+            hi = m.end()
+            break
+        else:  # a brace after the error closes (or opens) the enclosing block: stop before it
+            hi = m.start() if m.start() > offset else m.end()
+            break
+    if hi is None:
+        hi = len(text)
+    if not lo <= offset < hi:
+        return None
+    return lo, hi
+
+
+# ---------------------------------------------------------------- syntax errors in plain words
+
+_WORDS = {
+    "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
+    "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "GT": "'>'", "EQ": "'='",
+    "STAR": "'*'", "NAME": "a name", "INT": "a number", "STRING": "a string",
+    "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
+    "$END": "the end of the file",
+}
+_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT"}
+_OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
+              "MINUS", "STAR", "SLASH", "PERCENT", "CARET"}
+_COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
+_TERM_START = {"NAME", "INT", "FLOAT", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG"}
+_NOISE = {"AGG_COUNT", "AGG_FN", "FLOAT"}  # implied by the words we print for their neighbours
+
+
+def _found(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type == "NAME":
+        return f"name '{token.value}'"
+    if token.type in ("INT", "FLOAT"):
+        return f"number {token.value}"
+    if token.type == "STRING":
+        return f"string {token.value}"
+    return f"'{token.value}'"
+
+
+def _expected(expected: set) -> str:
+    """A short list of what would have been accepted, in the user's terms."""
+    exp = set(expected) - _NOISE
+    parts: list = []
+    if "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
+        parts.append("',' before another literal or '.' to end the rule")
+        exp -= {"_DOT", "_COMMA", "_SEMI"}
+    elif "_DOT" in exp and "_IF" in exp:
+        parts.append("':-' to start a rule body or '.' to end the fact")
+        exp -= {"_DOT", "_IF", "AT"}
+    if "NAME" in exp and exp & _STATEMENT_START:
+        parts.append("a statement (a rule, a fact or a declaration)")
+        exp -= {"NAME"} | _STATEMENT_START
+    if {"NAME", "INT", "STRING"} <= exp:
+        parts.append("an atom or a term" if "BANG" in exp and "AGG_OPEN" not in exp else "a term")
+        exp -= _TERM_START | {"AT", "AGG_OPEN"}
+    if parts:  # operators could always continue an expression: not worth listing then
+        exp -= _OPERATORS
+    for name in sorted(exp, key=lambda n: (n in _OPERATORS, n)):
+        word = _WORDS.get(name) or ("an operator" if name in _OPERATORS else name.lower())
+        if word not in parts:
+            parts.append(word)
+    if not parts:
+        return "something else"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def _previous_token_end(text: str, offset: int) -> tuple:
+    """(line, col) of the last non-blank, non-comment character before `offset`."""
+    head = re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group()), text[:offset],
+                  flags=re.S).rstrip()
+    if not head:
+        return 1, 0
+    line = head.count("\n") + 1
+    return line, len(head) - (head.rfind("\n") + 1)
+
+
+def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> Optional[Diagnostic]:
+    """Mistakes best recognized from the text itself, whatever lark made of them."""
+    rest = text[offset:]
+    span = Span(path, line, col, line, col + 1)
+    ch = rest[:1]
+    if ch == '"' and not re.match(r'"(?:[^"\\\n]|\\.)*"', rest):
+        return Diagnostic("syntax", "unterminated string", span, rest.split("\n", 1)[0],
+                          "close the string with '\"' on the same line; write \\\" for a quote inside it")
+    if rest.startswith("/*") and "*/" not in rest:
+        return Diagnostic("syntax", "unterminated comment", span, "/*", "close the comment with '*/'")
+    if ch in _QUOTES:
+        return Diagnostic("syntax", f"unexpected character {ch!r}", span, ch, _QUOTES[ch])
+    directive = re.match(r"\.[A-Za-z_]+", rest)
+    if directive and directive.group() not in (".decl", ".input", ".output"):
+        word = directive.group()
+        return Diagnostic("syntax", f"unknown directive {word}", Span(path, line, col, line, col + len(word)),
+                          word, "supported directives: .decl, .input, .output")
+    if rest.startswith(":") and rest[1:2] in _QUOTES:
+        return Diagnostic("syntax", f"unexpected character {rest[1]!r}", Span(path, line, col + 1), rest[1],
+                          _QUOTES[rest[1]])
+    return None
+
+
+_QUOTES = {"'": "strings use double quotes: \"text\"",
+           "\u2018": "strings use plain double quotes: \"text\"",
+           "\u2019": "strings use plain double quotes: \"text\"",
+           "\u201c": "strings use plain double quotes: \"text\"",
+           "\u201d": "strings use plain double quotes: \"text\"",
+           "\u2212": "write ':-' with an ASCII minus sign"}
+
+
+def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
+    offset = _error_offset(e, text)
+    if isinstance(e, UnexpectedCharacters):
+        trouble = _source_trouble(text, offset, path, e.line, e.column)
+        if trouble:
+            return trouble
+        return Diagnostic("syntax", f"unexpected character {e.char!r}", Span(path, e.line, e.column),
+                          e.char, "this character has no meaning in a program")
+    tok = e.token
+    prev_line, prev_col = _previous_token_end(text, offset)
+    if tok.type != "$END":
+        trouble = _source_trouble(text, offset, path, tok.line, tok.column)
+        if trouble:
+            return trouble
+    try:
+        expected = set(e.interactive_parser.accepts())
+    except Exception:  # older lark, or a state it cannot copy: the raw set is still right
+        expected = set(e.expected)
+    expected.discard("$END") if tok.type != "$END" else None
+    found, wanted = _found(tok), _expected(expected)
+    after_previous = Span(path, prev_line, prev_col + 1)
+    if tok.type == "$END":
+        hint = "every rule and fact ends with '.'" if "_DOT" in expected else \
+            "the file ends before the statement is complete: check for a missing ')', '}' or '.'"
+        return Diagnostic("syntax", f"the program ends in the middle of a statement; expected {wanted}",
+                          after_previous, "", hint)
+    if "_DOT" in expected and prev_line < tok.line and (tok.type == "NAME" or tok.type in _STATEMENT_START):
+        # The classic: a statement without its final '.'; point where the '.' belongs.
+        return Diagnostic("syntax", f"missing '.' at the end of the statement (the next line starts "
+                          f"with {found})", after_previous, "", "every rule and fact ends with '.'")
+    span = Span(path, tok.line, tok.column, tok.end_line or 0, tok.end_column or 0)
+    before = text[:offset].rstrip()
+    hint = ""
+    if tok.type == "_DOT" and before.endswith(":-"):
+        hint = "a rule body needs at least one literal after ':-'"
+    elif tok.type == "GT" and "STAR" in expected:
+        hint = "write what to aggregate: min<C>, sum<X>, or count<*>"
+    elif tok.type in ("LT", "GT") and re.search(r"[A-Za-z_]\w*<[^<>()]*$", before + tok.value if
+                                                 tok.type == "LT" else before):
+        word = re.search(r"([A-Za-z_]\w*)<[^<>()]*$", before + ("<" if tok.type == "LT" else "")).group(1)
+        hint = f"'{word}' is not an aggregate; head aggregates are min, max, sum, avg, count, set, list " \
+               "(optionally a_-prefixed, e.g. a_min<C>), written right after the name: min<C>"
+    elif tok.type in _COMPARISONS and tok.type not in expected:
+        hint = "comparisons do not chain: write X < Y, Y < Z"
+    elif tok.type == "_RPAR" and "_RPAR" not in expected:
+        hint = "an argument is missing" if expected & _TERM_START else "this ')' has no matching '('"
+    elif "_RPAR" in expected and tok.type in ("_IF", "_DOT", "_SEMI", "_RBRACE", "_ASSIGN"):
+        hint = "every '(' needs a matching ')'"
+    elif tok.type == "_IF" and "_IF" not in expected:
+        hint = "a rule has one ':-' between its head and its body"
+    elif tok.type == "NAME" and "_IF" in expected:
+        hint = "did you forget ':-' between the head and the body?"
+    elif tok.type == "_ASSIGN":
+        hint = "':=' assigns to a variable: write `X := expr` as a literal of a rule body"
+    elif tok.type == "COLON" and text[offset:offset + 2] != "::" and "_IF" in expected:
+        hint = "rules write ':-' between head and body"
+    elif tok.type == "AT" and "_IF" in expected:
+        hint = "a head has at most one time suffix: @next or @async"
+    elif tok.type in ("NAME", "STRING", "INT", "FLOAT") and "_COMMA" in expected:
+        hint = "separate arguments and literals with ','"
+    elif tok.type == "_RBRACE" and "_RBRACE" not in expected:
+        hint = "this '}' has no matching '{'"
+    elif tok.type == "SLASH" and text[offset:offset + 2] == "/*":
+        hint = "close the comment with '*/'"
+    return Diagnostic("syntax", f"unexpected {found}; expected {wanted}", span, tok.value, hint)
+
+
+# ---------------------------------------------------------------- tree -> syntax objects
+
+@dataclass
+class _RawCall:
+    """`name(args)` before we know whether it is an atom (body literal) or a function."""
+    name: str
+    args: tuple
+    at: tuple  # ((index, span), ...) of `@` arguments
+    span: Span
+
+
+@dataclass
+class _RawNot:
+    """`!name(args)`: a negated atom at literal level, `UnOp("!")` inside a term."""
+    call: _RawCall
+    span: Span
+
+
+@dataclass
+class _Clause:
+    words: list
+    head: object  # _RawCall (head) or NamedAtom
+    head_aggs: bool
+    time: Optional[Token]
+    body: Optional[list]
+    span: Span
+
+
+@dataclass
+class _Group:
+    """A disjunction: a list of alternatives, each a list of body items."""
+    alternatives: list
+
+
+@dataclass
+class _RawComponent:
+    name: str
+    addresses: tuple
+    statements: list
+    span: Span
+
+
+@dataclass
+class _Time:
+    token: Token  # the NAME after `@` in `head@next`
+
+
+_CONSTANT_NAMES = {"true": (True, BOOL), "false": (False, BOOL), "null": (None, NULL),
+                   "infinity": ("infinity", INFINITY)}
+_AGG_NAMES = {"min": "min", "max": "max", "sum": "sum", "avg": "avg", "mean": "avg",
+              "count": "count", "set": "set", "list": "list"}
+_DEFINE_TYPES = {"string": "symbol", "integer": "number", "long": "number", "int": "number",
+                 "float": "float", "double": "float"}
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+
+
+def _unescape(body: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+        self.diagnostics: list = []
+
+    # -- helpers
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.path, 0, 0)
+        return Span(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tspan(self, tok: Token) -> Span:
+        return Span(self.path, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    def _error(self, code, message, span, text="", hint=""):
+        self.diagnostics.append(Diagnostic(code, message, span, text, hint))
+
+    def _term(self, x):
+        """Finish a term that sits inside another term: raw calls become functions."""
+        if isinstance(x, _RawCall):
+            for _, span in x.at:
+                self._error("syntax", "a location specifier '@' may only mark an argument of an atom",
+                            span, "@", "remove the '@' from this function argument")
+            return Call(x.name, x.args, x.span)
+        if isinstance(x, _RawNot):
+            return UnOp("!", self._term(x.call), x.span)
+        return x
+
+    # -- terms
+    def name_term(self, meta, ch):
+        tok = ch[0]
+        span = self._tspan(tok)
+        if tok.value == "_":
+            return Wildcard(span)
+        if tok.value in _CONSTANT_NAMES:
+            value, typ = _CONSTANT_NAMES[tok.value]
+            return Const(value, typ, span)
+        return Var(tok.value, span)
+
+    def int_const(self, meta, ch):
+        return Const(int(ch[0].value), INT, self._tspan(ch[0]))
+
+    def float_const(self, meta, ch):
+        return Const(float(ch[0].value), FLOAT, self._tspan(ch[0]))
+
+    def string_const(self, meta, ch):
+        return Const(_unescape(ch[0].value[1:-1]), STRING, self._tspan(ch[0]))
+
+    def list_expr(self, meta, ch):
+        return ListExpr(tuple(self._term(c) for c in ch), self._span(meta))
+
+    def qname(self, meta, ch):
+        return "::".join(t.value for t in ch if t.type == "NAME")
+
+    def arg(self, meta, ch):
+        at = ch[0] if isinstance(ch[0], Token) and ch[0].type == "AT" else None
+        return (at, self._term(ch[-1]))
+
+    head_arg = arg
+
+    def call(self, meta, ch):
+        name, args = ch[0], ch[1:]
+        at = tuple((i, self._tspan(a[0])) for i, a in enumerate(args) if a[0] is not None)
+        return _RawCall(name, tuple(a[1] for a in args), at, self._span(meta))
+
+    def binop(self, meta, ch):
+        left, op, right = ch
+        return BinOp(op.value, self._term(left), self._term(right), self._span(meta))
+
+    def power(self, meta, ch):
+        return Call("pow", (self._term(ch[0]), self._term(ch[2])), self._span(meta))
+
+    def unop(self, meta, ch):
+        op, arg = ch[0].value, ch[1]
+        span = self._span(meta)
+        if op == "!" and isinstance(arg, _RawCall):
+            return _RawNot(arg, span)
+        arg = self._term(arg)
+        if op == "-" and isinstance(arg, Const) and arg.type in (INT, FLOAT):
+            return Const(-arg.value, arg.type, span)  # negative literals are constants
+        return UnOp(op, arg, span)
+
+    def ternary(self, meta, ch):
+        test, _, then, _, other = ch
+        return Cond(self._term(test), self._term(then), self._term(other), self._span(meta))
+
+    def aggregate(self, meta, ch):
+        opener = ch[0].value[:-1]
+        func = opener.lower()
+        if func.startswith("a_"):
+            func = func[2:]
+        arg = None if isinstance(ch[1], Token) and ch[1].type == "STAR" else self._term(ch[1])
+        return Aggregate(_AGG_NAMES[func], arg, self._span(meta))
+
+    # -- atoms and literals
+    def field(self, meta, ch):
+        return (ch[0].value, self._term(ch[2]), self._span(meta))
+
+    def named_atom(self, meta, ch):
+        return NamedAtom(ch[0], tuple(ch[1:]), span=self._span(meta))
+
+    def head_atom(self, meta, ch):
+        return self.call(meta, ch)
+
+    def lit_expr(self, meta, ch):
+        return self._literal(ch[0], self._span(meta))
+
+    def _literal(self, x, span):
+        if isinstance(x, _RawCall):
+            if x.name.startswith("f_"):  # an Overlog boolean built-in: a selection
+                return Select(self._term(x), span)
+            return self._atom(x)
+        if isinstance(x, _RawNot):
+            if x.call.name.startswith("f_"):
+                return Select(self._term(x), span)
+            return replace(self._atom(x.call), negated=True, span=span)
+        return Select(self._term(x), span)
+
+    def _atom(self, call: _RawCall, what: str = "an atom") -> Atom:
+        location = None
+        if call.at:
+            location = call.at[0][0]
+            for _, span in call.at[1:]:
+                self._error("syntax", f"{what} has at most one location specifier '@'", span, "@",
+                            "mark only the argument that holds the tuple's location")
+        return Atom(call.name, call.args, location, span=call.span)
+
+    def lit_assign(self, meta, ch):
+        var = ch[0]
+        return Assign(Var(var.value, self._tspan(var)), self._term(ch[1]), self._span(meta))
+
+    def lit_prefixed(self, meta, ch):
+        word, target = ch[0], ch[1]
+        span = self._span(meta)
+        if word.value not in ("notin", "delta"):
+            self._error("syntax", f"unexpected word '{word.value}' before the atom {_name_of(target)}",
+                        self._tspan(word), word.value,
+                        "only 'notin' and 'delta' may precede an atom; separate literals with ','")
+        flag = {"negated": True} if word.value == "notin" else {"delta": True}
+        if isinstance(target, NamedAtom):
+            return replace(target, span=span, **flag)
+        return replace(self._atom(target), span=span, **flag)
+
+    def lit_named(self, meta, ch):
+        return ch[0]
+
+    def lit_neg_named(self, meta, ch):
+        return replace(ch[1], negated=True, span=self._span(meta))
+
+    def agg_source(self, meta, ch):
+        if len(ch) == 2:  # `! atom`
+            return [self._negate_source(ch[1], self._span(meta))]
+        x = ch[0]
+        if isinstance(x, list):
+            return x
+        if isinstance(x, _RawCall):
+            return [self._atom(x)]
+        return [x]
+
+    def _negate_source(self, x, span):
+        atom = self._atom(x) if isinstance(x, _RawCall) else x
+        return replace(atom, negated=True, span=span)
+
+    def lit_agg_count(self, meta, ch):
+        target, _, _, body = ch
+        return self._body_aggregate(target, "count", None, body, self._span(meta))
+
+    def lit_agg(self, meta, ch):
+        target, _, fn, expr, _, body = ch
+        return self._body_aggregate(target, _AGG_NAMES[fn.value], self._term(expr), body, self._span(meta))
+
+    def _body_aggregate(self, target, func, expr, body, span):
+        if not isinstance(target, Var):
+            self._error("syntax", "the result of a body aggregate must be a variable",
+                        getattr(target, "span", span), "", "write `V = count : { ... }`")
+            target = Var("_agg", span)
+        if any(isinstance(b, _Group) for b in body):
+            self._error("syntax", "an aggregate body cannot hold a disjunction", span, "",
+                        "write one aggregate per alternative")
+            body = [b for b in body if not isinstance(b, _Group)]
+        return BodyAggregate(target, func, expr, tuple(_flatten(body)), span)
+
+    # -- bodies
+    def conj(self, meta, ch):
+        return list(ch)
+
+    def group(self, meta, ch):
+        return ch[0] if len(ch) == 1 else _Group(list(ch))
+
+    def body(self, meta, ch):
+        return ch[0] if len(ch) == 1 else [_Group(list(ch))]
+
+    # -- statements
+    def time(self, meta, ch):
+        return _Time(ch[1])
+
+    def clause(self, meta, ch):
+        words = [c for c in ch if isinstance(c, Token) and c.type == "NAME"]
+        rest = [c for c in ch if not (isinstance(c, Token) and c.type == "NAME")]
+        head = rest[0]
+        time = next((c.token for c in rest[1:] if isinstance(c, _Time)), None)
+        body = next((c for c in rest[1:] if isinstance(c, list)), None)
+        # A one-literal group `(a)` in a body comes back as a bare list: flatten it.
+        if body is not None:
+            body = _flatten(body)
+        head_aggs = isinstance(head, _RawCall) and any(_has_aggregate(a) for a in head.args)
+        return _Clause(words, head, head_aggs, time, body, self._span(meta))
+
+    def bound(self, meta, ch):
+        tok = ch[0]
+        if tok.type == "NAME":
+            if tok.value != "infinity":
+                self._error("syntax", f"'{tok.value}' is not a lifetime or size", self._tspan(tok),
+                            tok.value, "write infinity or a number")
+            return Const("infinity", INFINITY, self._tspan(tok))
+        if tok.type == "INT":
+            return Const(int(tok.value), INT, self._tspan(tok))
+        return Const(float(tok.value), FLOAT, self._tspan(tok))
+
+    def keys(self, meta, ch):
+        word = ch[0]
+        if word.value != "keys":
+            self._error("syntax", f"expected keys(...), found '{word.value}'", self._tspan(word),
+                        word.value, "write keys(1, 2) to name the key columns")
+        return (tuple(int(t.value) for t in ch[1:]), self._span(meta))
+
+    def materialize(self, meta, ch):
+        _, name, lifetime, size, (keys, kspan) = ch
+        if any(k < 1 for k in keys):
+            self._error("syntax", "materialize keys are 1-based", kspan, "",
+                        "the first column is keys(1); define(...) uses 0-based keys")
+        return Materialize(name, lifetime, size, tuple(k - 1 for k in keys), self._span(meta))
+
+    def define(self, meta, ch):
+        name = ch[1]
+        keys = next((c[0] for c in ch[2:] if isinstance(c, tuple)), None)
+        types = [c.value for c in ch[2:] if isinstance(c, Token) and c.type == "NAME"]
+        columns = tuple(Column(f"c{i}", _DEFINE_TYPES.get(t.lower(), "any")) for i, t in enumerate(types))
+        return Declaration(name, columns, keys, "define", self._span(meta))
+
+    def column(self, meta, ch):
+        return Column(ch[0].value, ch[2])
+
+    def decl(self, meta, ch):
+        columns = tuple(c for c in ch[2:] if isinstance(c, Column))
+        return Declaration(ch[1], columns, None, "decl", self._span(meta))
+
+    def param(self, meta, ch):
+        key, _, value = ch
+        text = _unescape(value.value[1:-1]) if value.type == "STRING" else value.value
+        return (key.value, text)
+
+    def io(self, meta, ch):
+        direction = "input" if ch[0].type == "INPUT" else "output"
+        return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
+
+    def addresses(self, meta, ch):
+        return tuple(_unescape(t.value[1:-1]) for t in ch)
+
+    def component(self, meta, ch):
+        name = ch[1].value
+        addresses = next((c for c in ch[2:] if isinstance(c, tuple)), ())
+        statements = [c for c in ch[2:] if not isinstance(c, (tuple, Token))]
+        return _RawComponent(name, addresses, statements, self._span(meta))
+
+    def literal_only(self, meta, ch):
+        return ch[0]
+
+
+def _flatten(items: list) -> list:
+    out = []
+    for it in items:
+        if isinstance(it, list):
+            out.extend(_flatten(it))
+        else:
+            out.append(it)
+    return out
+
+
+def _has_aggregate(term) -> bool:
+    return isinstance(term, Aggregate)
+
+
+def _name_of(x) -> str:
+    return getattr(x, "name", None) or getattr(x, "relation", "?")
+
+
+# ---------------------------------------------------------------- lowering
+
+class _Lowering:
+    def __init__(self, path: str, diagnostics: list):
+        self.path = path
+        self.diagnostics = list(diagnostics)
+        self.columns: dict = {}  # relation -> column names, or None if declared without names
+        self.rule_count = 0
+        self.aggregate_helpers: list = []  # (helper rule, grouping var names, result var name)
+
+    def error(self, code, message, span, text="", hint=""):
+        self.diagnostics.append(Diagnostic(code, message, span, text, hint))
+
+    # -- driver
+    def run(self, items) -> list:
+        self._collect_declarations(items)
+        out: list = []
+        for item in items:
+            self._statement(item, None, out)
+        return out
+
+    def _collect_declarations(self, items):
+        for item in items:
+            if isinstance(item, _RawComponent):
+                self._collect_declarations(item.statements)
+            elif isinstance(item, Declaration):
+                names = [c.name for c in item.columns] if item.style == "decl" else None
+                self.columns.setdefault(item.relation, names)
+            elif isinstance(item, Materialize):
+                self.columns.setdefault(item.relation, None)
+
+    def _statement(self, item, component, out):
+        if isinstance(item, _RawComponent):
+            if component is not None:
+                self.error("syntax", f"component {item.name} is inside component {component}",
+                           item.span, item.name, "components do not nest")
+            out.append(Component(item.name, item.addresses, item.span))
+            for s in item.statements:
+                self._statement(s, item.name, out)
+        elif isinstance(item, _Clause):
+            self._clause(item, component, out)
+        else:
+            out.append(item)
+
+    # -- clauses
+    def _clause(self, c: _Clause, component, out):
+        words = [w.value for w in c.words]
+        if c.body is None:
+            if words == ["query"]:
+                out.append(Query(self._head(c, "a query"), c.span))
+            else:
+                if words:
+                    self.error("syntax", f"a fact cannot be preceded by '{' '.join(words)}'", c.span,
+                               " ".join(words), "add ':-' and a body to make a rule, or write `query ATOM.`")
+                if c.time is not None:
+                    self.error("syntax", f"a fact cannot have a time suffix @{c.time.value}",
+                               _tok_span(self.path, c.time), c.time.value,
+                               "write a rule with a body to derive facts @next")
+                atom = self._head(c, "a fact")
+                self._check_ground(atom)
+                out.append(Fact(atom, component, c.span))
+            return
+        self.rule_count += 1
+        label, delete = self._label(c.words)
+        time = None
+        if c.time is not None:
+            if c.time.value in ("next", "async"):
+                time = c.time.value
+            else:
+                self.error("syntax", f"unknown time suffix @{c.time.value}", _tok_span(self.path, c.time),
+                           c.time.value, "a head may end with @next or @async")
+        head = self._head(c, "a rule head")
+        alternatives = _expand(c.body)
+        for k, body in enumerate(alternatives):
+            name = label if k == 0 else f"{label}_or{k + 1}"
+            rule = Rule(name, head, tuple(body), delete, time, component, c.span)
+            self._rule(rule, out)
+
+    def _label(self, words):
+        values = [w.value for w in words]
+        label, delete = None, False
+        if values and values[-1] == "delete":
+            delete = True
+            values = values[:-1]
+        if len(values) > 1:
+            extra = words[1]
+            self.error("syntax", f"unexpected word '{extra.value}' before the rule head",
+                       _tok_span(self.path, extra), extra.value,
+                       "a rule may start with a label and 'delete', then its head atom")
+        if values:
+            label = values[0]
+        return label or f"rule{self.rule_count}", delete
+
+    def _head(self, c: _Clause, what: str) -> Atom:
+        head = c.head
+        if isinstance(head, NamedAtom):
+            return self.resolve_atom(head)
+        location = None
+        if head.at:
+            location = head.at[0][0]
+            for _, span in head.at[1:]:
+                self.error("syntax", f"{what} has at most one location specifier '@'", span, "@",
+                           "mark only the argument that holds the tuple's location")
+        if what != "a rule head":
+            for a in head.args:
+                if isinstance(a, Aggregate):
+                    self.error("syntax", f"aggregates belong in rule heads, not in {what}", a.span,
+                               "", "write a rule whose head computes the aggregate")
+        args = tuple(_eq_to_eqeq(a) for a in head.args)
+        return Atom(head.name, args, location, span=head.span)
+
+    def _check_ground(self, atom: Atom):
+        for a in atom.args:
+            if not isinstance(a, Const):
+                what = "the variable " + a.name if isinstance(a, Var) else \
+                    "the wildcard _" if isinstance(a, Wildcard) else "an expression"
+                self.error("non-ground-fact", f"fact {atom.relation} holds {what}; facts hold constants only",
+                           a.span, getattr(a, "name", ""),
+                           "write constants (\"text\", 42, true), or make it a rule with ':-' and a body")
+
+    # -- rules
+    def _rule(self, rule: Rule, out):
+        body = [self.resolve_literal(b) for b in rule.body]
+        helpers: list = []
+        lowered = []
+        count = 0
+        for i, lit in enumerate(body):
+            if isinstance(lit, BodyAggregate):
+                count += 1
+                others = [rule.head] + [b for j, b in enumerate(body) if j != i]
+                helper, replacement = self._aggregate_helper(rule, lit, count, others)
+                helpers.extend(helper)
+                lowered.append(replacement)
+            else:
+                lowered.append(lit)
+        out.extend(helpers)
+        self._rule_equalities(replace(rule, body=tuple(lowered)), out)
+
+    def _rule_equalities(self, rule: Rule, out):
+        out.append(replace(rule, body=tuple(_lower_equalities(list(rule.body)))))
+
+    def _aggregate_helper(self, rule: Rule, agg: BodyAggregate, k: int, others: list):
+        name = f"{rule.name}_agg{k}"
+        inner_vars: list = []
+        for lit in agg.body:
+            for v in _literal_vars(lit):
+                if v not in inner_vars:
+                    inner_vars.append(v)
+        outside: set = set()
+        for o in others:
+            outside.update(_literal_vars(o))
+        grouping = [v for v in inner_vars if v in outside]
+        head_args = tuple(Var(v, agg.span) for v in grouping) + (Aggregate(agg.func, agg.expr, agg.span),)
+        helper = Rule(name, Atom(name, head_args, span=agg.span), agg.body, False, None,
+                      rule.component, agg.span)
+        sub_out: list = []
+        self._rule(helper, sub_out)  # nested aggregates and `=` inside the aggregate body
+        self.aggregate_helpers.append((name, grouping, agg.var.name))
+        replacement = Atom(name, tuple(Var(v, agg.span) for v in grouping) + (agg.var,), span=agg.span)
+        return sub_out, replacement
+
+    def declare_helpers(self, statements: list) -> list:
+        """Soufflé programs declare every relation: declare the aggregate helpers too."""
+        info = {name: (grouping, result) for name, grouping, result in self.aggregate_helpers}
+        out = []
+        for s in statements:
+            if isinstance(s, Rule) and s.head.relation in info and s.name == s.head.relation \
+                    and s.head.relation not in self.columns:
+                grouping, result = info[s.head.relation]
+                names = _unique([g.lower() for g in grouping] + [result.lower()])
+                out.append(Declaration(s.head.relation, tuple(Column(n, "any") for n in names),
+                                       None, "decl", s.span))
+            out.append(s)
+        return out
+
+    # -- named fields
+    def resolve_literal(self, lit):
+        if isinstance(lit, NamedAtom):
+            return self.resolve_atom(lit)
+        if isinstance(lit, BodyAggregate):
+            return replace(lit, body=tuple(self.resolve_literal(b) for b in lit.body))
+        return lit
+
+    def resolve_atom(self, atom: NamedAtom) -> Atom:
+        columns = self._columns_of(atom)
+        if columns is None:
+            return Atom(atom.relation, (), negated=atom.negated, delta=atom.delta, named=True, span=atom.span)
+        args: list = [None] * len(columns)
+        for name, term, span in atom.fields:
+            if name not in columns:
+                self.error("unknown-field", f"{atom.relation} has no field '{name}'", span, name,
+                           f"its fields are: {', '.join(columns)}")
+                continue
+            i = columns.index(name)
+            if args[i] is not None:
+                self.error("syntax", f"field '{name}' of {atom.relation} is named twice", span, name,
+                           "name each field at most once")
+            args[i] = _eq_to_eqeq(term)
+        args = [a if a is not None else Wildcard(atom.span) for a in args]
+        return Atom(atom.relation, tuple(args), None, atom.negated, atom.delta, True, atom.span)
+
+    def _columns_of(self, atom: NamedAtom):
+        rel = atom.relation
+        if rel in self.columns:
+            names = self.columns[rel]
+            if names is None:
+                self.error("unknown-field", f"{rel} is declared without column names, so its fields "
+                           "cannot be named", atom.span, rel,
+                           "use positional arguments, or declare it with .decl and named columns")
+            return names
+        if rel.startswith("sys::"):
+            from ..catalog.schema import table  # the catalog declares the sys:: relations
+            try:
+                return table(rel).column_names
+            except KeyError:
+                pass
+        self.error("undeclared-relation", f"{rel} is not declared, so its fields cannot be named",
+                   atom.span, rel, "declare it with .decl NAME(col: type, ...) or use positional arguments")
+        return None
+
+
+def _tok_span(path: str, tok: Token) -> Span:
+    return Span(path, tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+def _unique(names: list) -> list:
+    out: list = []
+    for n in names:
+        m, i = n, 2
+        while m in out:
+            m, i = f"{n}{i}", i + 1
+        out.append(m)
+    return out
+
+
+# -- disjunction
+
+def _expand(items: list) -> list:
+    """All conjunctions a body with `_Group`s denotes, in source order of the alternatives."""
+    results: list = [[]]
+    for it in items:
+        if isinstance(it, _Group):
+            options: list = []
+            for alt in it.alternatives:
+                options.extend(_expand(_flatten(alt) if isinstance(alt, list) else [alt]))
+            results = [r + o for r in results for o in options]
+        else:
+            results = [r + [it] for r in results]
+    return results
+
+
+# -- Soufflé `=`
+
+def _literal_vars(lit) -> list:
+    if isinstance(lit, Atom):
+        return atom_vars(lit)
+    if isinstance(lit, Select):
+        return term_vars(lit.expr)
+    if isinstance(lit, Assign):
+        return [lit.var.name] + [v for v in term_vars(lit.expr) if v != lit.var.name]
+    if isinstance(lit, BodyAggregate):
+        out = [lit.var.name]
+        for b in lit.body:
+            out += [v for v in _literal_vars(b) if v not in out]
+        return out
+    return []
+
+
+def _eq_to_eqeq(term):
+    """Every `=` left inside a term is Soufflé's spelling of the comparison `==`."""
+    if isinstance(term, BinOp):
+        op = "==" if term.op == "=" else term.op
+        return BinOp(op, _eq_to_eqeq(term.left), _eq_to_eqeq(term.right), term.span)
+    if isinstance(term, UnOp):
+        return UnOp(term.op, _eq_to_eqeq(term.arg), term.span)
+    if isinstance(term, Call):
+        return Call(term.func, tuple(_eq_to_eqeq(a) for a in term.args), term.span)
+    if isinstance(term, Cond):
+        return Cond(_eq_to_eqeq(term.test), _eq_to_eqeq(term.then), _eq_to_eqeq(term.other), term.span)
+    if isinstance(term, ListExpr):
+        return ListExpr(tuple(_eq_to_eqeq(a) for a in term.items), term.span)
+    if isinstance(term, Aggregate) and term.arg is not None:
+        return Aggregate(term.func, _eq_to_eqeq(term.arg), term.span)
+    return term
+
+
+def _lower_equalities(body: list) -> list:
+    bound: set = set()
+    for lit in body:
+        if isinstance(lit, Atom) and not lit.negated:
+            bound.update(atom_vars(lit))
+    out = []
+    for lit in body:
+        if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "=":
+            left, right = lit.expr.left, lit.expr.right
+            if isinstance(left, Var) and left.name not in bound:
+                lit = Assign(left, _eq_to_eqeq(right), lit.span)
+            elif isinstance(right, Var) and right.name not in bound:
+                lit = Assign(right, _eq_to_eqeq(left), lit.span)
+        if isinstance(lit, Assign):
+            bound.add(lit.var.name)
+            lit = Assign(lit.var, _eq_to_eqeq(lit.expr), lit.span)
+        elif isinstance(lit, Select):
+            lit = Select(_eq_to_eqeq(lit.expr), lit.span)
+        elif isinstance(lit, Atom):
+            lit = replace(lit, args=tuple(_eq_to_eqeq(a) for a in lit.args))
+        out.append(lit)
+    return out
