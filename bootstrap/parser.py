@@ -197,7 +197,7 @@ def _found(token: Token) -> str:
     return f"'{token.value}'"
 
 
-def _expected(expected: set) -> str:
+def _expected(expected: set, literal_start: bool = False) -> str:
     """A short list of what would have been accepted, in the user's terms."""
     exp = set(expected) - _NOISE
     parts: list = []
@@ -211,7 +211,7 @@ def _expected(expected: set) -> str:
         parts.append("a statement (a rule, a fact or a declaration)")
         exp -= {"NAME"} | _STATEMENT_START
     if {"NAME", "INT", "STRING"} <= exp:
-        parts.append("an atom or a term" if "BANG" in exp and "AGG_OPEN" not in exp else "a term")
+        parts.append("an atom or a term" if literal_start else "a term")
         exp -= _TERM_START | {"AT", "AGG_OPEN"}
     if parts:  # operators could always continue an expression: not worth listing then
         exp -= _OPERATORS
@@ -284,7 +284,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     except Exception:  # older lark, or a state it cannot copy: the raw set is still right
         expected = set(e.expected)
     expected.discard("$END") if tok.type != "$END" else None
-    found, wanted = _found(tok), _expected(expected)
+    before = text[:offset].rstrip()
+    found, wanted = _found(tok), _expected(expected, before.endswith((":-", ",", ";", "{")))
     after_previous = Span(path, prev_line, prev_col + 1)
     if tok.type == "$END":
         hint = "every rule and fact ends with '.'" if "_DOT" in expected else \
@@ -296,7 +297,6 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
         return Diagnostic("syntax", f"missing '.' at the end of the statement (the next line starts "
                           f"with {found})", after_previous, "", "every rule and fact ends with '.'")
     span = Span(path, tok.line, tok.column, tok.end_line or 0, tok.end_column or 0)
-    before = text[:offset].rstrip()
     hint = ""
     if tok.type == "_DOT" and before.endswith(":-"):
         hint = "a rule body needs at least one literal after ':-'"
