@@ -172,8 +172,7 @@ def _statement_region(text: str, offset: int):
 _WORDS = {
     "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
     "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
-    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "GT": "'>'", "EQ": "'='",
-    "STAR": "'*'", "NAME": "a name", "INT": "a number", "STRING": "a string",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "INT": "a number", "STRING": "a string",
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
@@ -298,7 +297,9 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
                           f"with {found})", after_previous, "", "every rule and fact ends with '.'")
     span = Span(path, tok.line, tok.column, tok.end_line or 0, tok.end_column or 0)
     hint = ""
-    if tok.type == "_DOT" and before.endswith(":-"):
+    if tok.type in ("NAME", "INT", "FLOAT") and before.endswith('"') and not text[offset - 1].isspace():
+        hint = "a string seems to end early: is a closing '\"' missing, or a '\"' inside it not written \\\"?"
+    elif tok.type == "_DOT" and before.endswith(":-"):
         hint = "a rule body needs at least one literal after ':-'"
     elif tok.type == "GT" and "STAR" in expected:
         hint = "write what to aggregate: min<C>, sum<X>, or count<*>"
