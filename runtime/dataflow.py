@@ -1,0 +1,304 @@
+"""The physical dataflow: what the planner emits and the runtime executes.
+
+Plain dataclasses, so later compiler stages (delta, System R, partitioning) can fill in
+the decisions the bootstrap planner takes by itself today: which atom drives a rule
+(`Step.delta`), the join method (`Step.method`), how a relation is stored
+(`Storage.partition`, `broadcast`, `cached`) and whether a recursive stratum may run to
+its local fixpoint inside one task per partition (`Stratum.local`).
+
+Two renderings: `to_text()` in the spirit of P2DL/Click (one element per line, arrows
+for the pipeline) for people, `to_json()` for tools. Both are deterministic.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..bootstrap import syntax as S
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a relation is aggregated: group on every column but `column`, apply `func`.
+
+    `premappable` is set for min/max inside recursion (seed 003): the constraint is
+    applied after every iteration and an improved tuple replaces the old one."""
+    column: int
+    func: str
+    premappable: bool = False
+
+
+@dataclass
+class Storage:
+    """One relation: its columns and how it lives on Spark."""
+    name: str
+    arity: int
+    columns: tuple
+    types: tuple  # declared types (number, symbol, float, ...) or "any"
+    kind: str  # "base" (facts and inputs only), "derived", "deletion" (a delete rule's target)
+    keys: Optional[tuple] = None  # primary key positions: a new tuple replaces the old one
+    aggregates: tuple = ()  # Aggregation per aggregated column
+    partition: tuple = ()  # hash-partitioned on these columns
+    broadcast: bool = False  # replicated to every task
+    cached: bool = False  # kept in memory once computed
+    input: bool = False  # .input: read from outside
+    output: bool = False  # .output: written out
+    stratum: Optional[int] = None  # stratum that derives it; None for base relations
+
+    @property
+    def group_columns(self) -> tuple:
+        agg = {a.column for a in self.aggregates}
+        return tuple(i for i in range(self.arity) if i not in agg)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One element of a rule's pipeline.
+
+    op: scan (first atom), join, antijoin, filter, assign.
+    For atoms, `args` are the atom's terms in column order and `keys` the variables
+    shared with earlier steps (the join keys); `delta` marks the atom whose delta drives
+    an ECA rule; `method` is a join method ("" lets Spark choose; "broadcast",
+    "shuffle_hash", "merge" become hints)."""
+    op: str
+    relation: str = ""
+    args: tuple = ()
+    delta: bool = False
+    keys: tuple = ()
+    method: str = ""
+    expr: object = None
+    var: str = ""
+    span: S.Span = field(default=S.NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    name: str  # r2 or r2_d1 for the ECA rule driven by body position 1
+    rule: str  # the source rule's label
+    head: str  # relation written (for delete rules: the deletion relation)
+    head_args: tuple
+    steps: tuple
+    driven_by: Optional[str] = None  # relation whose delta triggers it, None when run once
+    delete: bool = False
+    span: S.Span = field(default=S.NOWHERE, compare=False, repr=False)
+
+    @property
+    def aggregates(self) -> list:
+        return [(i, a) for i, a in enumerate(self.head_args) if isinstance(a, S.Aggregate)]
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    """A decomposable recursive stratum (seed 003 §3, seed 001): partition the recursive
+    relation on `partition`, replicate (broadcast) `replicated`, and each partition
+    reaches its own fixpoint inside one task, without coordination."""
+    relation: str
+    partition: tuple
+    replicated: tuple
+    reason: str = ""
+
+
+@dataclass
+class Stratum:
+    index: int
+    relations: tuple  # relations derived here
+    recursive: bool
+    init_rules: tuple  # run once over complete lower strata
+    delta_rules: tuple  # ECA rules run every iteration, driven by a delta of this stratum
+    local: Optional[LocalPlan] = None
+
+
+@dataclass
+class Dataflow:
+    program: str
+    relations: dict  # name -> Storage, in order of first mention
+    facts: tuple  # (relation, (value, ...)) in program order
+    strata: list
+    queries: tuple = ()  # atoms of `query` statements
+    deferred: tuple = ()  # rule labels this one-timestep runtime does not run (@next)
+
+    def storage(self, name: str) -> Storage:
+        return self.relations[name]
+
+    @property
+    def outputs(self) -> list:
+        return [s.name for s in self.relations.values() if s.output]
+
+    @property
+    def inputs(self) -> list:
+        return [s.name for s in self.relations.values() if s.input]
+
+    # ------------------------------------------------------------ renderings
+
+    def to_json(self) -> str:
+        return json.dumps(_jsonable(self), indent=2, sort_keys=False)
+
+    def to_text(self) -> str:
+        out = [f"dataflow {self.program} {{"]
+        for s in self.relations.values():
+            out.append("  " + _storage_text(s))
+        if self.facts:
+            counts: dict = {}
+            for rel, _ in self.facts:
+                counts[rel] = counts.get(rel, 0) + 1
+            out.append("  facts " + ", ".join(f"{r}: {n}" for r, n in counts.items()))
+        for st in self.strata:
+            kind = "recursive" if st.recursive else "once"
+            out.append("")
+            out.append(f"  stratum {st.index} ({kind}) derives {', '.join(st.relations)} {{")
+            if st.local:
+                lp = st.local
+                out.append(f"    local fixpoint per partition: {lp.relation} partitioned on "
+                           f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}"
+                           + (f"  // {lp.reason}" if lp.reason else ""))
+            for r in st.init_rules:
+                out.append("    " + _rule_text(r, "init"))
+            for r in st.delta_rules:
+                out.append("    " + _rule_text(r, f"on Δ{r.driven_by}"))
+            out.append("  }")
+        for q in self.queries:
+            out.append(f"  query {_atom_text(q)}")
+        for d in self.deferred:
+            out.append(f"  deferred {d}  // @next: runs in the next timestep")
+        out.append("}")
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------- text helpers
+
+def _cols(cols) -> str:
+    return "(" + ", ".join(f"#{c}" for c in cols) + ")"
+
+
+def _storage_text(s: Storage) -> str:
+    attrs = [s.kind]
+    if s.keys is not None:
+        attrs.append(f"keys{_cols(s.keys)}")
+    for a in s.aggregates:
+        attrs.append(f"{a.func}<#{a.column}>" + (" premappable" if a.premappable else ""))
+    if s.partition:
+        attrs.append(f"partition{_cols(s.partition)}")
+    if s.broadcast:
+        attrs.append("broadcast")
+    if s.cached:
+        attrs.append("cached")
+    if s.input:
+        attrs.append("input")
+    if s.output:
+        attrs.append("output")
+    cols = ", ".join(f"{c}: {t}" for c, t in zip(s.columns, s.types))
+    return f"table {s.name}({cols}) [{' '.join(attrs)}]"
+
+
+def _rule_text(r: RulePlan, trigger: str) -> str:
+    parts = [_step_text(st) for st in r.steps]
+    head = ("delete " if r.delete else "") + f"{r.head}({', '.join(term_text(a) for a in r.head_args)})"
+    return f"{r.name}: [{trigger}] " + " -> ".join(parts + [f"project {head}"])
+
+
+def _step_text(st: Step) -> str:
+    if st.op in ("scan", "join", "antijoin"):
+        rel = ("Δ" if st.delta else "") + st.relation
+        text = f"{st.op} {rel}({', '.join(term_text(a) for a in st.args)})"
+        if st.keys:
+            text += f" on {', '.join(st.keys)}"
+        if st.method:
+            text += f" [{st.method}]"
+        return text
+    if st.op == "filter":
+        return f"filter {term_text(st.expr)}"
+    if st.op == "assign":
+        return f"assign {st.var} := {term_text(st.expr)}"
+    return st.op
+
+
+def _atom_text(a: S.Atom) -> str:
+    return f"{a.relation}({', '.join(term_text(x) for x in a.args)})"
+
+
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+         "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+
+
+def term_text(t, prec: int = 0) -> str:
+    """A term in concrete syntax, parenthesized only where precedence needs it."""
+    if isinstance(t, S.Var):
+        return t.name
+    if isinstance(t, S.Wildcard):
+        return "_"
+    if isinstance(t, S.Const):
+        if t.type == S.STRING:
+            return json.dumps(t.value)
+        if t.type == S.BOOL:
+            return "true" if t.value else "false"
+        if t.type == S.NULL:
+            return "null"
+        if t.type == S.INFINITY:
+            return "infinity"
+        return repr(t.value)
+    if isinstance(t, S.Call):
+        return f"{t.func}({', '.join(term_text(a) for a in t.args)})"
+    if isinstance(t, S.BinOp):
+        p = _PREC.get(t.op, 3)
+        text = f"{term_text(t.left, p)} {t.op} {term_text(t.right, p + 1)}"
+        return f"({text})" if p < prec else text
+    if isinstance(t, S.UnOp):
+        return f"{t.op}{term_text(t.arg, 9)}"
+    if isinstance(t, S.Cond):
+        text = f"{term_text(t.test, 1)} ? {term_text(t.then)} : {term_text(t.other)}"
+        return f"({text})" if prec > 0 else text
+    if isinstance(t, S.ListExpr):
+        return "[" + ", ".join(term_text(a) for a in t.items) + "]"
+    if isinstance(t, S.Aggregate):
+        return f"{t.func}<{'*' if t.arg is None else term_text(t.arg)}>"
+    if isinstance(t, S.Atom):
+        return _atom_text(t)
+    return str(t)
+
+
+# ---------------------------------------------------------------- json helpers
+
+def _jsonable(obj):
+    """Dataclasses become dicts tagged with their kind; spans are left out."""
+    if isinstance(obj, (S.Var, S.Wildcard, S.Const, S.Call, S.BinOp, S.UnOp, S.Cond,
+                        S.ListExpr, S.Aggregate, S.Atom)):
+        return _term_json(obj)
+    if hasattr(obj, "__dataclass_fields__"):
+        out = {}
+        for name in obj.__dataclass_fields__:
+            if name == "span":
+                continue
+            out[name] = _jsonable(getattr(obj, name))
+        return out
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
+        return "infinity" if obj > 0 else "-infinity"
+    return obj
+
+
+def _term_json(t):
+    if isinstance(t, S.Var):
+        return {"var": t.name}
+    if isinstance(t, S.Wildcard):
+        return {"wildcard": True}
+    if isinstance(t, S.Const):
+        return {"const": _jsonable(t.value), "type": t.type}
+    if isinstance(t, S.Call):
+        return {"call": t.func, "args": [_term_json(a) for a in t.args]}
+    if isinstance(t, S.BinOp):
+        return {"op": t.op, "args": [_term_json(t.left), _term_json(t.right)]}
+    if isinstance(t, S.UnOp):
+        return {"op": t.op, "args": [_term_json(t.arg)]}
+    if isinstance(t, S.Cond):
+        return {"cond": [_term_json(t.test), _term_json(t.then), _term_json(t.other)]}
+    if isinstance(t, S.ListExpr):
+        return {"list": [_term_json(a) for a in t.items]}
+    if isinstance(t, S.Aggregate):
+        return {"agg": t.func, "arg": None if t.arg is None else _term_json(t.arg)}
+    if isinstance(t, S.Atom):
+        return {"atom": t.relation, "args": [_term_json(a) for a in t.args]}
+    raise TypeError(t)

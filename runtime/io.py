@@ -1,0 +1,190 @@
+"""Getting tuples in and out: facts, `--input REL=PATH`, Soufflé `-F`/`-D`, `--output`.
+
+Relations are DataFrames with columns c0, c1, ... inside the engine. Types come from the
+declaration when there is one (Soufflé `number`/`unsigned` -> bigint, `float` -> double,
+`symbol` -> string), otherwise from the values (ints -> bigint, any float -> double,
+any string -> string, lists -> arrays).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..bootstrap import syntax as S
+from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from .dataflow import Dataflow, Storage
+
+DECLARED = {"number": "bigint", "unsigned": "bigint", "int": "bigint", "integer": "bigint", "long": "bigint",
+            "float": "double", "double": "double", "symbol": "string", "string": "string", "bool": "boolean"}
+
+
+def _spark_type(name: str):
+    from pyspark.sql import types as T
+
+    return {"bigint": T.LongType(), "double": T.DoubleType(), "string": T.StringType(),
+            "boolean": T.BooleanType()}[name]
+
+
+def _infer(values: list):
+    """The Spark type for a column holding `values` (Nones ignored)."""
+    from pyspark.sql import types as T
+
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return T.StringType()
+    if all(isinstance(v, bool) for v in vals):
+        return T.BooleanType()
+    if all(isinstance(v, (list, tuple)) for v in vals):
+        return T.ArrayType(_infer([x for v in vals for x in v]))
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+        return T.LongType()
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return T.DoubleType()
+    return T.StringType()
+
+
+def _convert(v, t):
+    from pyspark.sql import types as T
+
+    if v is None:
+        return None
+    if isinstance(t, T.StringType) and not isinstance(v, str):
+        return str(v).lower() if isinstance(v, bool) else str(v)
+    if isinstance(t, T.DoubleType):
+        return float(v)
+    if isinstance(t, T.ArrayType):
+        return [_convert(x, t.elementType) for x in v]
+    return v
+
+
+def schema_for(s: Storage, columns_values=None):
+    from pyspark.sql import types as T
+
+    fields = []
+    for i in range(s.arity):
+        declared = DECLARED.get(s.types[i]) if s.types[i] != "any" else None
+        t = _spark_type(declared) if declared else _infer(columns_values[i] if columns_values else [])
+        fields.append(T.StructField(f"c{i}", t, True))
+    return T.StructType(fields)
+
+
+VALUES_LIMIT = 2000  # up to this many facts become an inline VALUES table (no RDD behind it)
+
+
+def facts_frame(spark, rows: list, s: Storage):
+    schema = schema_for(s, list(zip(*rows)) if rows else None)
+    data = [tuple(_convert(v, f.dataType) for v, f in zip(r, schema.fields)) for r in rows]
+    if not data or len(data) > VALUES_LIMIT or s.arity == 0:
+        return spark.createDataFrame(data, schema)
+    return spark.sql(values_select(data, schema).sql("spark"))
+
+
+def values_select(data: list, schema):
+    """SELECT CAST(col1 AS type) AS c0, ... FROM VALUES (...), (...): a local relation."""
+    from sqlglot import exp
+
+    from .sql import lit
+
+    n = len(schema.fields)
+    values = exp.Values(expressions=[exp.Tuple(expressions=[lit(v) for v in row]) for row in data],
+                        alias=exp.TableAlias(this=exp.to_identifier("v"),
+                                             columns=[exp.to_identifier(f"v{i}") for i in range(n)]))
+    cols = [exp.alias_(exp.Cast(this=exp.column(f"v{i}", table="v"),
+                                to=exp.DataType.build(f.dataType.simpleString(), dialect="spark")), f"c{i}")
+            for i, f in enumerate(schema.fields)]
+    return exp.select(*cols).from_(values)
+
+
+def empty_frame(spark, s: Storage):
+    return spark.createDataFrame([], schema_for(s))
+
+
+# ---------------------------------------------------------------- reading
+
+def read_table(spark, path: str, s: Storage, delimiter: str | None = None):
+    """A CSV, TSV (.tsv/.facts/.tab) or Parquet file (or directory) as relation `s`."""
+    p = Path(path)
+    if not p.exists():
+        raise EvitaError([Diagnostic("input-missing", f"input file for {s.name} not found: {path}",
+                                     S.NOWHERE, path, "check the path given to --input or -F")])
+    suffix = p.suffix.lower()
+    if suffix == ".parquet" or (p.is_dir() and any(p.glob("*.parquet"))):
+        df = spark.read.parquet(str(p))
+    else:
+        sep = delimiter or ("\t" if suffix in (".tsv", ".facts", ".tab") else ",")
+        schema = schema_for(s) if any(t != "any" for t in s.types) else None
+        reader = spark.read.option("sep", sep).option("header", "false")
+        if schema is None:
+            reader = reader.option("inferSchema", "true")
+        else:
+            reader = reader.schema(schema)
+        df = reader.csv(str(p))
+    if len(df.columns) != s.arity:
+        raise EvitaError([Diagnostic("arity", f"{path} has {len(df.columns)} columns, {s.name} has {s.arity}",
+                                     S.NOWHERE, path, f"give {s.name} {s.arity} columns")])
+    return df.toDF(*[f"c{i}" for i in range(s.arity)])
+
+
+def parse_input_option(text: str) -> tuple:
+    """`REL=PATH` -> (REL, PATH)."""
+    if "=" not in text:
+        raise EvitaError([Diagnostic("bad-option", f"--input expects REL=PATH, got {text!r}", S.NOWHERE, text,
+                                     "for example --input edge=edges.csv")])
+    rel, path = text.split("=", 1)
+    return rel.strip(), path.strip()
+
+
+def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = None) -> dict:
+    """DataFrames for `--input REL=PATH` options and Soufflé's `-F DIR`."""
+    out: dict = {}
+    for text in inputs:
+        rel, path = parse_input_option(text)
+        if rel not in dataflow.relations:
+            raise EvitaError([Diagnostic("unknown-relation", f"--input names {rel}, which the program does not use",
+                                         S.NOWHERE, text, "known: " + ", ".join(dataflow.relations))])
+        out[rel] = read_table(spark, path, dataflow.relations[rel])
+    if facts_dir:
+        for rel in dataflow.inputs:
+            if rel in out:
+                continue
+            path = Path(facts_dir) / f"{rel}.facts"
+            out[rel] = read_table(spark, str(path), dataflow.relations[rel], "\t")
+    return out
+
+
+# ---------------------------------------------------------------- writing
+
+def writable(df):
+    """Arrays become text so that CSV can hold them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    return df.select(*[F.to_json(F.col(f.name)).alias(f.name) if isinstance(f.dataType, ArrayType)
+                       else F.col(f.name) for f in df.schema.fields])
+
+
+def write_outputs(result, relations: list, directory: str, fmt: str = "csv", souffle: bool = False) -> list:
+    """Write each relation to DIR/REL.csv (one file, as Soufflé `-D` does) or DIR/REL.parquet."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for rel in relations:
+        df = result.relations[rel]
+        target = Path(directory) / f"{rel}.{ 'parquet' if fmt == 'parquet' else 'csv'}"
+        if fmt == "parquet":
+            df.write.mode("overwrite").parquet(str(target))
+        else:
+            sep = "\t" if souffle else ","
+            rows = writable(df).collect()
+            with open(target, "w", encoding="utf-8") as fh:
+                for r in sorted(rows, key=lambda r: tuple(str(x) for x in r)):
+                    fh.write(sep.join("" if v is None else _text(v) for v in r) + "\n")
+        written.append(str(target))
+    return written
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return repr(v)
+    return str(v)

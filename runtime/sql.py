@@ -1,0 +1,259 @@
+"""Rules and expressions -> Spark SQL, built as sqlglot expression trees.
+
+A rule's pipeline becomes one SELECT: the first atom is the FROM, each later atom a JOIN
+(ON its shared variables), each negated atom a LEFT ANTI JOIN, selections go to WHERE,
+and assignments are inlined where their variable is used (so a join on an assigned
+variable is still an equi-join). Relations are temp views with columns c0, c1, ...
+Built-in functions map to Spark SQL functions (`BUILTIN_SQL`); lists and sets are
+arrays. Nothing here concatenates SQL text: the tree is rendered by sqlglot.
+
+>>> from evita.bootstrap.syntax import Var, Const, BinOp, Call
+>>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))
+'a0.c0 + 1'
+>>> Expr({"L": col("a0", 1)}, arrays={"L"}).sql(Call("f_cons", (Const("a", "string"), Var("L"))))
+"CONCAT(ARRAY('a'), a0.c1)"
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from sqlglot import exp
+
+from ..bootstrap import builtins as B
+from ..bootstrap import syntax as S
+from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from .dataflow import RulePlan, term_text
+
+DIALECT = "spark"
+
+
+def col(alias: str, i: int) -> exp.Column:
+    return exp.column(f"c{i}", table=alias)
+
+
+def fn(name: str, *args) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def lit(value) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value) if value >= 0 else exp.Neg(this=exp.Literal.number(-value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            text = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+            return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("double"))
+        return exp.Cast(this=exp.Literal.number(repr(value)), to=exp.DataType.build("double")) \
+            if value >= 0 else exp.Neg(this=lit(-value))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, (list, tuple)):
+        return fn("array", *[lit(v) for v in value])
+    raise TypeError(f"no SQL literal for {value!r}")
+
+
+def _str(e):
+    return exp.Cast(this=e, to=exp.DataType.build("string"))
+
+
+def _sorted_set(e):
+    return fn("array_sort", fn("array_distinct", e))
+
+
+def _is_array(t, arrays: set) -> bool:
+    if isinstance(t, S.Var):
+        return t.name in arrays
+    if isinstance(t, S.ListExpr):
+        return True
+    if isinstance(t, S.Call):
+        return B.canonical(t.func) in ("cons", "append", "concat", "list", "set", "union", "intersect", "remove")
+    if isinstance(t, S.Cond):
+        return _is_array(t.then, arrays)
+    return False
+
+
+# Each builtin: (args as sqlglot expressions, the terms, array-typed variables) -> expression.
+BUILTIN_SQL: dict = {
+    "cons": lambda a, t, arr: fn("concat", fn("array", a[0]), a[1]) if _is_array(t[1], arr)
+    else fn("array", a[0], a[1]),
+    "append": lambda a, t, arr: fn("concat", a[0], fn("array", a[1])),
+    "concat": lambda a, t, arr: fn("concat", a[0], a[1]),
+    "contains": lambda a, t, arr: fn("array_contains", a[1], a[0]),
+    "size": lambda a, t, arr: fn("size", a[0]),
+    "first": lambda a, t, arr: fn("element_at", a[0], lit(1)),
+    "last": lambda a, t, arr: fn("element_at", a[0], lit(-1)),
+    "list": lambda a, t, arr: fn("array", *a),
+    "set": lambda a, t, arr: _sorted_set(fn("array", *a)),
+    "union": lambda a, t, arr: fn("array_sort", fn("array_union", a[0], a[1])),
+    "intersect": lambda a, t, arr: fn("array_sort", fn("array_intersect", a[0], a[1])),
+    "remove": lambda a, t, arr: fn("array_remove", a[0], a[1]),
+    "cat": lambda a, t, arr: fn("concat", *[_str(x) for x in a]),
+    "strlen": lambda a, t, arr: fn("length", a[0]),
+    "substr": lambda a, t, arr: fn("substring", a[0], exp.Add(this=a[1], expression=lit(1)), a[2]),
+    "ord": lambda a, t, arr: fn("xxhash64", _str(a[0])),
+    "to_number": lambda a, t, arr: exp.Cast(this=a[0], to=exp.DataType.build("bigint")),
+    "to_string": lambda a, t, arr: _str(a[0]),
+    "to_float": lambda a, t, arr: exp.Cast(this=a[0], to=exp.DataType.build("double")),
+    "lower": lambda a, t, arr: fn("lower", a[0]),
+    "upper": lambda a, t, arr: fn("upper", a[0]),
+    "abs": lambda a, t, arr: fn("abs", a[0]),
+    "min": lambda a, t, arr: fn("least", *a),
+    "max": lambda a, t, arr: fn("greatest", *a),
+    "pow": lambda a, t, arr: fn("power", a[0], a[1]),
+    "floor": lambda a, t, arr: fn("floor", a[0]),
+    "ceil": lambda a, t, arr: fn("ceil", a[0]),
+    "band": lambda a, t, arr: exp.BitwiseAnd(this=a[0], expression=a[1]),
+    "bor": lambda a, t, arr: exp.BitwiseOr(this=a[0], expression=a[1]),
+    "bxor": lambda a, t, arr: exp.BitwiseXor(this=a[0], expression=a[1]),
+    "bnot": lambda a, t, arr: exp.BitwiseNot(this=a[0]),
+    "bshl": lambda a, t, arr: fn("shiftleft", a[0], a[1]),
+    "bshr": lambda a, t, arr: fn("shiftright", a[0], a[1]),
+    # A Skolem id is a function of what it is made from: same arguments, same id.
+    "id": lambda a, t, arr: fn("concat_ws", lit(":"), *[_str(x) for x in a]),
+    "hash": lambda a, t, arr: fn("xxhash64", *a),
+    "sha1": lambda a, t, arr: fn("sha1", _str(a[0])),
+    "now": None,  # needs the evaluation's timestamp: see Expr.call
+    "rand": None,  # needs the tuple: see Expr.call
+    "coin_flip": None,
+    "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
+}
+
+_BINOPS = {
+    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
+    "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
+    "&&": exp.And, "||": exp.Or,
+}
+
+
+class Expr:
+    """Compiles terms to sqlglot given where each variable lives."""
+
+    def __init__(self, env: dict, arrays: set = frozenset(), now: str = "1970-01-01 00:00:00"):
+        self.env = env  # variable -> sqlglot expression (a column, or an inlined assignment)
+        self.arrays = set(arrays)
+        self.now = now
+
+    def sql(self, t) -> str:
+        return self.compile(t).sql(DIALECT)
+
+    def compile(self, t) -> exp.Expression:
+        if isinstance(t, S.Var):
+            if t.name not in self.env:
+                raise _error("unbound-variable", f"variable {t.name} is not bound where it is used", t)
+            return self.env[t.name].copy()
+        if isinstance(t, S.Const):
+            return lit(float("inf") if t.type == S.INFINITY else t.value)
+        if isinstance(t, S.BinOp):
+            if t.op not in _BINOPS:
+                raise _error("unknown-operator", f"operator {t.op} has no Spark SQL form", t)
+            return exp.Paren(this=_BINOPS[t.op](this=self.compile(t.left), expression=self.compile(t.right)))
+        if isinstance(t, S.UnOp):
+            inner = self.compile(t.arg)
+            return exp.Neg(this=exp.Paren(this=inner)) if t.op == "-" else exp.Not(this=exp.Paren(this=inner))
+        if isinstance(t, S.Cond):
+            return exp.If(this=self.compile(t.test), true=self.compile(t.then), false=self.compile(t.other))
+        if isinstance(t, S.ListExpr):
+            return fn("array", *[self.compile(a) for a in t.items])
+        if isinstance(t, S.Call):
+            return self.call(t)
+        if isinstance(t, S.Wildcard):
+            raise _error("wildcard-in-expression", "`_` cannot be used inside an expression", t)
+        raise _error("unsupported-term", f"cannot compile {term_text(t)} to SQL", t)
+
+    def call(self, t: S.Call) -> exp.Expression:
+        name = B.canonical(t.func)
+        b = B.BUILTINS.get(name)
+        if b is None or not b.accepts(len(t.args)):
+            raise _error("unknown-function", f"unknown function {t.func}/{len(t.args)}", t)
+        args = [self.compile(a) for a in t.args]
+        if name == "now":
+            return exp.Cast(this=lit(self.now), to=exp.DataType.build("timestamp"))
+        if name in ("rand", "coin_flip"):
+            # Deterministic per tuple: a hash of every bound variable, scaled to [0, 1).
+            seed = fn("xxhash64", *[self.env[v].copy() for v in sorted(self.env)]) if self.env else lit(0)
+            r = exp.Div(this=fn("pmod", seed, lit(1000003)), expression=lit(1000003.0))
+            return r if name == "rand" else exp.LT(this=exp.Paren(this=r), expression=args[0])
+        return BUILTIN_SQL[name](args, t.args, self.arrays)
+
+
+def _error(code, message, t) -> EvitaError:
+    span = getattr(t, "span", S.NOWHERE)
+    return EvitaError([Diagnostic(code, message, span, term_text(t))])
+
+
+# ---------------------------------------------------------------- rules
+
+def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
+                now: str = "1970-01-01 00:00:00", output: Optional[list] = None) -> exp.Select:
+    """One SELECT for a rule. `view_of(step)` names the temp view a step reads;
+    `array_cols(relation)` gives the array-typed column positions of a relation.
+    The output columns are c0..c{n-1}, the head's arguments; an aggregated column holds
+    the aggregate's input (1 for count<*>), and the caller groups."""
+    env: dict = {}
+    arrays: set = set()
+    where: list = []
+    tables: list = []  # (alias, view, on-conditions, kind, method)
+    for k, step in enumerate(rule.steps):
+        if step.op in ("scan", "join", "antijoin"):
+            alias = f"a{k}"
+            conds: list = []
+            local: dict = {}
+            arr = array_cols(step.relation)
+            for i, arg in enumerate(step.args):
+                c = col(alias, i)
+                if isinstance(arg, S.Wildcard):
+                    continue
+                if isinstance(arg, S.Var):
+                    if arg.name in env:
+                        conds.append(exp.EQ(this=c, expression=env[arg.name].copy()))
+                    elif arg.name in local:
+                        conds.append(exp.EQ(this=c, expression=local[arg.name].copy()))
+                    else:
+                        local[arg.name] = c
+                        if i in arr:
+                            arrays.add(arg.name)
+                else:
+                    expr = Expr({**env, **local}, arrays, now).compile(arg)
+                    conds.append(exp.EQ(this=c, expression=expr))
+            if step.op != "antijoin":
+                env.update(local)
+            kind = {"scan": "from", "join": "inner", "antijoin": "left anti"}[step.op]
+            tables.append((alias, view_of(step), conds, kind, step.method))
+        elif step.op == "filter":
+            where.append(Expr(env, arrays, now).compile(step.expr))
+        elif step.op == "assign":
+            compiled = Expr(env, arrays, now).compile(step.expr)
+            env[step.var] = exp.Paren(this=compiled)
+            if _is_array(step.expr, arrays):
+                arrays.add(step.var)
+    projections = []
+    ex = Expr(env, arrays, now)
+    for i, arg in enumerate(rule.head_args):
+        if isinstance(arg, S.Aggregate):
+            value = lit(1) if arg.arg is None else ex.compile(arg.arg)
+        else:
+            value = ex.compile(arg)
+        projections.append(exp.alias_(value, f"c{i}"))
+    if not tables:  # a rule with no atoms: one row
+        select = exp.select(*projections)
+    else:
+        alias, view, conds, _, _ = tables[0]
+        select = exp.select(*projections).from_(exp.alias_(exp.to_table(view), alias, table=True))
+        where = conds + where
+        hints = []
+        for alias, view, conds, kind, method in tables[1:]:
+            on = exp.and_(*conds) if conds else exp.true()
+            select = select.join(exp.alias_(exp.to_table(view), alias, table=True), on=on,
+                                 join_type=None if kind == "inner" else kind)
+            if method:
+                hints.append(fn({"broadcast": "BROADCAST", "merge": "MERGE",
+                                 "shuffle_hash": "SHUFFLE_HASH"}.get(method, method.upper()),
+                                exp.to_identifier(alias)))
+        if hints:
+            select.set("hint", exp.Hint(expressions=hints))
+    if where:
+        select = select.where(exp.and_(*where))
+    return select
