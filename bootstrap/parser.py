@@ -44,7 +44,8 @@ __all__ = ["parse_program", "parse_file", "parse_rule", "parse_atom", "GRAMMAR"]
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
-                propagate_positions=True, start=["start", "literal_only"], maybe_placeholders=False)
+                propagate_positions=True, start=["start", "literal_only"], maybe_placeholders=False,
+                cache=True)  # the analysed grammar is cached in the temp dir: fast start-up
 
 
 # ---------------------------------------------------------------- public API
@@ -794,6 +795,10 @@ class _Lowering:
         return Atom(head.name, args, location, span=head.span)
 
     def _check_ground(self, atom: Atom):
+        if atom.named and any(isinstance(a, Wildcard) for a in atom.args):
+            self.error("non-ground-fact", f"fact {atom.relation} leaves fields without a value",
+                       atom.span, atom.relation, "a fact names every field with a constant")
+            return
         for a in atom.args:
             if not isinstance(a, Const):
                 what = "the variable " + a.name if isinstance(a, Var) else \
