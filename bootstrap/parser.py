@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
 from .diagnostics import Diagnostic, EvitaError
 from .syntax import (
@@ -273,7 +273,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
             return trouble
         return Diagnostic("syntax", f"unexpected character {e.char!r}", Span(path, e.line, e.column),
                           e.char, "this character has no meaning in a program")
-    tok = e.token
+    tok = getattr(e, "token", None) or Token("$END", "")  # lark's LALR reports the end as a $END token
     prev_line, prev_col = _previous_token_end(text, offset)
     if tok.type != "$END":
         trouble = _source_trouble(text, offset, path, tok.line, tok.column)
@@ -356,7 +356,6 @@ class _RawNot:
 class _Clause:
     words: list
     head: object  # _RawCall (head) or NamedAtom
-    head_aggs: bool
     time: Optional[Token]
     body: Optional[list]
     span: Span
@@ -572,11 +571,12 @@ class _Builder(Transformer):
             self._error("syntax", "the result of a body aggregate must be a variable",
                         getattr(target, "span", span), "", "write `V = count : { ... }`")
             target = Var("_agg", span)
+        body = _flatten(body)
         if any(isinstance(b, _Group) for b in body):
             self._error("syntax", "an aggregate body cannot hold a disjunction", span, "",
                         "write one aggregate per alternative")
             body = [b for b in body if not isinstance(b, _Group)]
-        return BodyAggregate(target, func, expr, tuple(_flatten(body)), span)
+        return BodyAggregate(target, func, expr, tuple(body), span)
 
     # -- bodies
     def conj(self, meta, ch):
@@ -601,8 +601,7 @@ class _Builder(Transformer):
         # A one-literal group `(a)` in a body comes back as a bare list: flatten it.
         if body is not None:
             body = _flatten(body)
-        head_aggs = isinstance(head, _RawCall) and any(_has_aggregate(a) for a in head.args)
-        return _Clause(words, head, head_aggs, time, body, self._span(meta))
+        return _Clause(words, head, time, body, self._span(meta))
 
     def bound(self, meta, ch):
         tok = ch[0]
@@ -673,10 +672,6 @@ def _flatten(items: list) -> list:
         else:
             out.append(it)
     return out
-
-
-def _has_aggregate(term) -> bool:
-    return isinstance(term, Aggregate)
 
 
 def _name_of(x) -> str:
