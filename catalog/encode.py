@@ -26,7 +26,7 @@ from __future__ import annotations
 from evita.bootstrap.diagnostics import Diagnostic, EvitaError
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, Aggregate, Assign, Atom, BinOp, Call, Component, Cond,
-    Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program, Query, Rule,
+    Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Program, Query, Rule,
     Select, UnOp, Var, Wildcard,
 )
 
@@ -175,7 +175,7 @@ class _Encoder:
         for i, lit in enumerate(r.body, start=1):
             tid = f"{rid}#{i}"
             line, col = _line_col(lit.span)
-            if isinstance(lit, Atom):
+            if isinstance(lit, (Atom, NamedAtom)):
                 self.atom(rid, i, lit)
             elif isinstance(lit, Select):
                 self.rows.add("selection", program=self.pid, id=tid, rule=rid, pos=i,
@@ -185,7 +185,7 @@ class _Encoder:
                               var=lit.var.name, expr=self.expr(rid, tid, lit.expr), line=line, col=col)
             else:
                 _fail("not-encodable", f"cannot store a {type(lit).__name__} body literal "
-                      "(the parser lowers it to atoms)", lit)
+                      "(the parser lowers body aggregates to atoms)", lit)
 
     def atom(self, owner: str, pos: int, a) -> str:
         if not isinstance(a, Atom):
