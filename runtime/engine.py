@@ -152,8 +152,7 @@ class _Engine:
             for st in self.df.strata:
                 if st.local is not None and self.use_local:
                     from .local import run_local_stratum, supports
-                    if supports(st, self.df):
-                        run_local_stratum(self, st)
+                    if supports(st, self.df) and run_local_stratum(self, st):
                         continue
                 if st.recursive:
                     self.run_recursive(st)
@@ -273,7 +272,8 @@ class _Engine:
                  "set": F.array_sort(F.array_distinct(F.collect_list(c))),
                  "list": F.array_sort(F.collect_list(c))}[func]
             exprs.append(e.alias(f"c{i}"))
-        grouped = df.groupBy(*groups).agg(*exprs) if groups else df.agg(*exprs)
+        # no group columns: group on a constant, so that no valuations give no tuple
+        grouped = df.groupBy(*(groups or [F.lit(0).alias("_g")])).agg(*exprs)
         return grouped.select(*[f"c{i}" for i in range(s.arity)])
 
     def one_per_key(self, df, s: Storage):

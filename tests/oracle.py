@@ -1,0 +1,320 @@
+"""A tiny reference evaluator, used only as a test oracle for the Spark runtime.
+
+Independent of the planner and the runtime on purpose: it reads the syntax tree,
+stratifies by repeated relaxation, and evaluates each stratum naively (every rule over
+everything, until nothing changes) with nested loops over Python tuples. Slow, short,
+and easy to believe.
+
+Semantics it pins down (the runtime must agree):
+- set semantics; negation succeeds when no tuple matches (variables only in the negated
+  atom are existential);
+- head aggregates range over body valuations: each distinct combination of matching
+  tuples counts once; count<*> counts them, set<X> is the sorted distinct list,
+  list<X> the sorted list; all rules of an aggregated relation feed one grouping;
+- min/max inside recursion follow PreM: the constraint is applied after every step;
+- `delete` rules remove their tuples after the fixpoint (deferred deletion);
+- `/` is division as Spark does it (always fractional), `%` takes the dividend's sign.
+Primary-key replacement is not modelled (it depends on evaluation order).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from evita.bootstrap import builtins as B
+from evita.bootstrap import syntax as S
+
+
+class Unstratifiable(Exception):
+    pass
+
+
+def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 10_000) -> dict:
+    """relation -> set of tuples (lists as tuples)."""
+    db: dict = defaultdict(set)
+    for f in program.facts:
+        db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
+    for rel, rows in (inputs or {}).items():
+        db[rel] |= {tuple(r) for r in rows}
+    rules = [r for r in program.rules if r.time != "next"]
+    strata = _stratify(rules)
+    deletions: dict = defaultdict(set)
+    for level in sorted(set(strata.values())):
+        rs = [r for r in rules if strata[_head(r)] == level]
+        _fixpoint(rs, db, deletions, max_rounds)
+    for rel, gone in deletions.items():
+        db[rel] -= gone
+    return dict(db)
+
+
+def _head(r: S.Rule) -> str:
+    return r.head.relation + ("#delete" if r.delete else "")
+
+
+def _aggs(r: S.Rule) -> list:
+    return [(i, a) for i, a in enumerate(r.head.args) if isinstance(a, S.Aggregate)]
+
+
+def _stratify(rules: list) -> dict:
+    heads = {_head(r) for r in rules}
+    feeds = {h: set() for h in heads}  # h -> relations h reads
+    for r in rules:
+        feeds[_head(r)] |= {l.relation for l in r.body if isinstance(l, S.Atom) and l.relation in heads}
+    reach = {h: set(f) for h, f in feeds.items()}
+    for k in heads:  # transitive closure (Warshall)
+        for i in heads:
+            if k in reach[i]:
+                reach[i] |= reach[k]
+
+    def same_scc(a, b):
+        return a == b and a in reach[a] or (b in reach[a] and a in reach[b])
+
+    level = {h: 0 for h in heads}
+    for _ in range(len(heads) + 2):
+        changed = False
+        for r in rules:
+            h = _head(r)
+            aggs = [a.func for _, a in _aggs(r)]
+            for lit in r.body:
+                if isinstance(lit, S.Atom) and lit.relation in heads:
+                    # min/max may stay inside recursion (PreM); any other edge through an
+                    # aggregate or a negation must go up a stratum
+                    premappable = aggs and all(f in ("min", "max") for f in aggs) and same_scc(h, lit.relation)
+                    strict = lit.negated or (aggs and not premappable)
+                    need = level[lit.relation] + (1 if strict else 0)
+                    if level[h] < need:
+                        level[h] = need
+                        changed = True
+        if not changed:
+            return level
+    raise Unstratifiable("no stratification")
+
+
+def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int):
+    by_head = defaultdict(list)
+    for r in rules:
+        by_head[_head(r)].append(r)
+    for _ in range(max_rounds):
+        derived = {}
+        for h, rs in by_head.items():
+            rows: list = []
+            agg = next((_aggs(r) for r in rs if _aggs(r)), [])
+            for r in rs:
+                rows.extend(_rule_rows(r, db))
+            derived[h] = _aggregate(rows, agg, db.get(h, set()) if agg else None) if agg else set(rows)
+        changed = False
+        for h, rows in derived.items():
+            if h.endswith("#delete"):
+                if not rows <= deletions[h[:-7]]:
+                    deletions[h[:-7]] |= rows
+                    changed = True
+                continue
+            old = db.get(h, set())
+            agg = next((_aggs(r) for r in by_head[h] if _aggs(r)), [])
+            new = rows if agg else old | rows
+            if new != old:
+                db[h] = new
+                changed = True
+        if not changed:
+            return
+    raise RuntimeError("oracle: no fixpoint")
+
+
+def _aggregate(rows: list, agg: list, old: set) -> set:
+    """Group body valuations; for min/max the old tuples take part too (PreM keeps the best)."""
+    positions = {i for i, _ in agg}
+    funcs = dict((i, a.func) for i, a in agg)
+    groups: dict = defaultdict(list)
+    for row in rows:
+        groups[tuple(v for i, v in enumerate(row) if i not in positions)].append(row)
+    if all(f in ("min", "max") for f in funcs.values()):
+        for row in old:
+            groups[tuple(v for i, v in enumerate(row) if i not in positions)].append(row)
+    out = set()
+    for key, members in groups.items():
+        it = iter(key)
+        row = []
+        for i in range(len(members[0])):
+            if i in positions:
+                vals = [m[i] for m in members]
+                row.append(_agg(funcs[i], vals))
+            else:
+                row.append(next(it))
+        out.add(tuple(row))
+    return out
+
+
+def _agg(func, vals):
+    present = [v for v in vals if v is not None]
+    if func == "count":
+        return len(present)
+    if func == "sum":
+        return sum(present) if present else None
+    if func == "min":
+        return min(present) if present else None
+    if func == "max":
+        return max(present) if present else None
+    if func == "avg":
+        return float(sum(present)) / len(present) if present else None
+    if func == "set":
+        return tuple(sorted(set(present)))
+    if func == "list":
+        return tuple(sorted(present))
+    raise ValueError(func)
+
+
+def _rule_rows(rule: S.Rule, db: dict) -> list:
+    """The head tuple for every valuation of the body (aggregated columns: the input value)."""
+    out = []
+    positive = [l for l in rule.body if isinstance(l, S.Atom) and not l.negated]
+    others = [l for l in rule.body if not (isinstance(l, S.Atom) and not l.negated)]
+
+    def rest(env, pending):
+        # apply every literal that is ready; fail fast
+        progress = True
+        pending = list(pending)
+        while progress:
+            progress = False
+            for l in list(pending):
+                if isinstance(l, S.Assign):
+                    if set(S.term_vars(l.expr)) <= env.keys():
+                        v = _eval(l.expr, env)
+                        if l.var.name in env:
+                            if env[l.var.name] != v:
+                                return None, pending
+                        else:
+                            env[l.var.name] = v
+                        pending.remove(l)
+                        progress = True
+                elif isinstance(l, S.Select):
+                    if set(S.term_vars(l.expr)) <= env.keys():
+                        if _eval(l.expr, env) is not True:
+                            return None, pending
+                        pending.remove(l)
+                        progress = True
+        return env, pending
+
+    def search(i, env, pending):
+        env, pending = rest(dict(env), pending)
+        if env is None:
+            return
+        if i == len(positive):
+            for l in pending:  # negations; selections whose variables never got bound fail
+                if isinstance(l, S.Atom):
+                    if any(_match(l.args, t, dict(env)) is not None for t in db.get(l.relation, ())):
+                        return
+                else:
+                    return
+            out.append(tuple(_head_value(a, env) for a in rule.head.args))
+            return
+        atom = positive[i]
+        for t in db.get(atom.relation, ()):
+            e2 = _match(atom.args, t, dict(env))
+            if e2 is not None:
+                search(i + 1, e2, pending)
+
+    search(0, {}, others)
+    return out
+
+
+def _head_value(a, env):
+    if isinstance(a, S.Aggregate):
+        return 1 if a.arg is None else _eval(a.arg, env)
+    return _eval(a, env)
+
+
+def _match(args, t, env):
+    if len(args) != len(t):
+        return None
+    for a, v in zip(args, t):
+        if isinstance(a, S.Wildcard):
+            continue
+        if isinstance(a, S.Var):
+            if a.name in env:
+                if env[a.name] is None or env[a.name] != v or v is None:
+                    return None
+            else:
+                env[a.name] = v
+        else:
+            if not set(S.term_vars(a)) <= env.keys():
+                return None
+            w = _eval(a, env)
+            if w is None or w != v:
+                return None
+    return env
+
+
+def _const(t):
+    if isinstance(t, S.Const):
+        return math.inf if t.type == S.INFINITY else t.value
+    if isinstance(t, S.ListExpr):
+        return tuple(_const(a) for a in t.items)
+    if isinstance(t, S.UnOp) and t.op == "-":
+        return -_const(t.arg)
+    raise ValueError(t)
+
+
+def _eval(t, env):
+    if isinstance(t, S.Var):
+        return env[t.name]
+    if isinstance(t, S.Const):
+        return _const(t)
+    if isinstance(t, S.ListExpr):
+        return tuple(_eval(a, env) for a in t.items)
+    if isinstance(t, S.UnOp):
+        v = _eval(t.arg, env)
+        return None if v is None else (-v if t.op == "-" else not v)
+    if isinstance(t, S.Cond):
+        return _eval(t.then, env) if _eval(t.test, env) else _eval(t.other, env)
+    if isinstance(t, S.BinOp):
+        a, b = _eval(t.left, env), _eval(t.right, env)
+        if t.op == "&&":
+            return bool(a) and bool(b)
+        if t.op == "||":
+            return bool(a) or bool(b)
+        if a is None or b is None:
+            return None
+        if t.op == "+":
+            return a + b
+        if t.op == "-":
+            return a - b
+        if t.op == "*":
+            return a * b
+        if t.op == "/":
+            return None if b == 0 else a / b
+        if t.op == "%":
+            return None if b == 0 else int(math.fmod(a, b)) if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[t.op]
+    if isinstance(t, S.Call):
+        name = B.canonical(t.func)
+        args = [_eval(a, env) for a in t.args]
+        if name == "cons":
+            return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
+        if name == "contains":
+            return args[0] in args[1]
+        if name == "size":
+            return len(args[0])
+        if name == "append":
+            return tuple(args[0]) + (args[1],)
+        if name == "concat":
+            return tuple(args[0]) + tuple(args[1])
+        if name == "list":
+            return tuple(args)
+        if name == "cat":
+            return "".join(str(a) for a in args)
+        if name == "id":
+            return ":".join(_text(a) for a in args)
+        if name == "abs":
+            return abs(args[0])
+        if name == "min":
+            return min(args)
+        if name == "max":
+            return max(args)
+        raise NotImplementedError(f"oracle: builtin {name}")
+    raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _text(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
