@@ -22,8 +22,9 @@ from rich.table import Table as RichTable
 
 from .diagnostics import EvitaError
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# Piped output gets a wide page instead of rich's 80 columns, so tables stay one row per row.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 240)
 
 
 def main(argv: list | None = None) -> int:
@@ -226,7 +227,7 @@ def show(df, limit: int, title: str | None = None) -> None:
     rows = df.limit(limit + 1).collect()
     t = RichTable(title=title, show_lines=False)
     for name in df.columns:
-        t.add_column(name, overflow="fold")
+        t.add_column(name, overflow="fold", max_width=60)
     for r in rows[:limit]:
         t.add_row(*("" if v is None else str(v) for v in r))
     out.print(t)

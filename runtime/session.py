@@ -6,7 +6,11 @@ partitions, no UI, quiet logs. The warehouse directory holds the persisted catal
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 DEFAULT_MASTER = "local[*]"
@@ -20,6 +24,9 @@ def warehouse_dir(path: str | os.PathLike | None = None) -> Path:
 def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
     """Get or create the session. Settings only apply when the JVM starts here."""
     os.environ.setdefault("PYSPARK_PYTHON", _python())
+    # Spark puts its conf dir on the driver's classpath, where log4j2 finds our quiet config.
+    os.environ.setdefault("SPARK_CONF_DIR", str(_LOG_CONFIG.parent))
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("EVITA_MASTER") or DEFAULT_MASTER
@@ -34,14 +41,39 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         .config("spark.driver.memory", os.environ.get("EVITA_DRIVER_MEMORY", "4g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={_LOG_CONFIG}")
     )
-    spark = builder.getOrCreate()
+    with _jvm_stderr_to(_spark_log()):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _python() -> str:
-    import sys
+def _spark_log() -> Path:
+    return Path(os.environ.get("EVITA_SPARK_LOG") or Path(tempfile.gettempdir()) / "evita-spark.log")
 
+
+@contextlib.contextmanager
+def _jvm_stderr_to(log: Path):
+    """The JVM inherits file descriptor 2 when it starts: point it at a log file so
+    Spark's start-up chatter stays out of the user's terminal (errors still reach Python
+    as exceptions). A session that already runs is simply returned."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as target:
+            os.dup2(target.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+def _python() -> str:
     return sys.executable
