@@ -1,0 +1,142 @@
+"""The planner: strata, ECA rules, steps, storage, decomposability, diagnostics. No Spark."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evita.bootstrap import builtins as B
+from evita.bootstrap.diagnostics import EvitaError
+from evita.bootstrap.parser import parse_file, parse_program
+from evita.bootstrap.planner import plan
+from evita.runtime import sql
+
+from conftest import EXAMPLES
+
+TC = """
+edge(1, 2). edge(2, 3).
+r1 tc(X, Y) :- edge(X, Y).
+r2 tc(X, Z) :- tc(X, Y), edge(Y, Z).
+"""
+
+
+def test_transitive_closure_plan():
+    df = plan(parse_program(TC, "tc.olg"))
+    assert len(df.strata) == 1
+    st = df.strata[0]
+    assert st.recursive and st.relations == ("tc",)
+    assert [r.name for r in st.init_rules] == ["r1"]
+    [d] = st.delta_rules
+    assert d.name == "r2_d1" and d.driven_by == "tc"
+    assert [(s.op, s.relation, s.delta, s.keys) for s in d.steps] == [
+        ("scan", "tc", True, ()), ("join", "edge", False, ("Y",))]
+    # decomposable: column 0 of tc passes unchanged from the recursive atom to the head
+    assert st.local.partition == (0,) and st.local.replicated == ("edge",)
+    assert df.relations["tc"].partition == (0,) and df.relations["edge"].broadcast
+    assert d.steps[1].method == "broadcast"
+    text = df.to_text()
+    assert "r2_d1: [on Δtc] scan Δtc(X, Y) -> join edge(Y, Z) on Y [broadcast] -> project tc(X, Z)" in text
+    assert json.loads(df.to_json())["strata"][0]["delta_rules"][0]["name"] == "r2_d1"
+
+
+def test_plan_is_deterministic():
+    p = parse_file(EXAMPLES / "shortest_path.olg")
+    assert plan(p).to_json() == plan(p).to_json()
+    assert plan(p).to_text() == plan(p).to_text()
+
+
+def test_fig_3_5_delta_rules_drive_from_the_delta_and_keep_body_order():
+    df = plan(parse_file(EXAMPLES / "shortest_path.olg"))
+    names = [(st.index, [r.name for r in st.init_rules], [r.name for r in st.delta_rules]) for st in df.strata]
+    assert names == [(0, ["r1"], ["r2_d2"]), (1, ["r3"], []), (2, ["r4"], [])]
+    r2 = df.strata[0].delta_rules[0]
+    assert [s.op for s in r2.steps] == ["scan", "join", "filter", "assign", "assign"]
+    assert r2.steps[0].relation == "path" and r2.steps[0].delta
+    assert df.relations["path"].keys == (0, 1, 2)
+    assert df.relations["minCostPath"].aggregates[0].func == "min"
+    assert df.strata[0].local is None  # the head's source X is not the body's source Y
+
+
+def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom():
+    df = plan(parse_program("r1 tc(X, Y) :- e(X, Y).\nr2 tc(X, Z) :- tc(X, Y), tc(Y, Z).\n"))
+    st = df.strata[0]
+    assert [r.name for r in st.delta_rules] == ["r2_d1", "r2_d2"]
+    assert [s.delta for s in st.delta_rules[1].steps] == [True, False]
+    assert st.local is None
+
+
+def test_given_eca_rules_are_taken_as_given():
+    text = """
+r1 path(X, Y) :- delta link(X, Y).
+r2a path(X, Z) :- delta link(X, Y), path(Y, Z).
+r2b path(X, Z) :- delta path(Y, Z), link(X, Y).
+"""
+    st = plan(parse_program(text)).strata[0]
+    assert [r.name for r in st.init_rules] == ["r1", "r2a"]
+    assert [r.name for r in st.delta_rules] == ["r2b"]
+
+
+def test_negation_and_aggregation_make_strata():
+    text = """
+r1 reach(X, Y) :- edge(X, Y).
+r2 reach(X, Z) :- reach(X, Y), edge(Y, Z).
+r3 unreach(X, Y) :- node(X), node(Y), notin reach(X, Y).
+r4 deg(X, count<*>) :- edge(X, _).
+r5 lonely(X) :- node(X), notin deg(X, _).
+"""
+    df = plan(parse_program(text))
+    assert [st.relations for st in df.strata] == [("reach", "deg"), ("unreach", "lonely")]
+    [anti] = [s for s in df.strata[1].init_rules[0].steps if s.op == "antijoin"]
+    assert anti.relation == "reach" and anti.keys == ("X", "Y")
+
+
+def test_unstratifiable_negation_names_the_cycle_and_rules():
+    text = "r1 p(X) :- q(X), notin r(X).\nr2 r(X) :- p(X).\n"
+    with pytest.raises(EvitaError) as e:
+        plan(parse_program(text, "bad.olg"))
+    d = e.value.first
+    assert d.code == "unstratifiable"
+    assert "r -> p -> r" in d.message and "rule r1" in d.message and "rule r2" in d.message
+    assert d.span.file == "bad.olg" and d.span.line == 1
+
+
+def test_count_inside_recursion_is_unstratifiable_but_min_follows_prem():
+    with pytest.raises(EvitaError) as e:
+        plan(parse_program("r1 p(X, count<Y>) :- p(Y, X).\n"))
+    assert e.value.first.code == "unstratifiable" and "count" in e.value.first.message
+    df = plan(parse_program("""
+r1 dist(Y, min<D>) :- start(Y), D := 0.
+r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
+"""))
+    agg = df.relations["dist"].aggregates
+    assert agg[0].func == "min" and agg[0].premappable
+
+
+def test_prem_relation_is_decomposable_on_a_group_column():
+    df = plan(parse_program("""
+r1 apsp(S, Y, min<D>) :- edge(S, Y, D).
+r2 apsp(S, Y, min<D>) :- apsp(S, X, D1), edge(X, Y, W), D := D1 + W.
+"""))
+    assert df.strata[0].local.partition == (0,)
+
+
+def test_mixed_aggregates_are_rejected():
+    with pytest.raises(EvitaError) as e:
+        plan(parse_program("r1 a(X, count<*>) :- b(X).\nr2 a(X, Y) :- c(X, Y).\n"))
+    assert e.value.first.code == "aggregate-mismatch"
+
+
+def test_delete_rules_feed_a_deletion_relation():
+    df = plan(parse_program("r1 delete item(X) :- item(X), gone(X).\nitem(1). item(2). gone(2).\n"))
+    assert df.relations["item#delete"].kind == "deletion"
+    assert df.strata[0].init_rules[0].delete
+
+
+def test_filters_wait_for_their_variables_but_never_move_earlier():
+    df = plan(parse_program("r1 out(X, Z) :- X < Z, a(X, Y), Y != 3, b(Y, Z).\n"))
+    ops = [(s.op, s.relation) for s in df.strata[0].init_rules[0].steps]
+    assert ops == [("scan", "a"), ("filter", ""), ("join", "b"), ("filter", "")]
+
+
+def test_every_builtin_has_a_spark_sql_form():
+    assert set(sql.BUILTIN_SQL) == set(B.BUILTINS)
