@@ -67,7 +67,10 @@ def catalog_root(warehouse=None) -> Path:
 
 
 def program_file(program_id: str) -> str:
-    """>>> program_file("sp/v1")
+    """The file holding one program's rows in each table folder (Spark skips names
+    starting with `_` or `.`, hence the prefix).
+
+    >>> program_file("sp/v1")
     'p-sp%2Fv1.parquet'
     """
     return f"p-{quote(program_id, safe='')}.parquet"
@@ -107,23 +110,32 @@ def attach(spark, warehouse=None) -> Path:
     if _registered_fingerprint(spark) == fp and set(_table_names(spark)) >= set(schema.BY_NAME):
         _refresh(spark)  # another process may have saved since
         return root
-    detach(spark)
+    _drop_tables(spark)
     db_dir = root.parent / f"{DB}.db"
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB} LOCATION '{_sql(db_dir)}' "
-              f"WITH DBPROPERTIES ('evita.fingerprint' = '{_sql(fp)}')")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB} LOCATION '{_sql(db_dir)}'")
+    spark.sql(f"ALTER DATABASE {DB} SET DBPROPERTIES ('evita.fingerprint' = '{_sql(fp)}')")
     for t in schema.TABLES:
         spark.sql(f"CREATE TABLE {qualified(t.name)} ({t.ddl()}) USING parquet "
                   f"LOCATION '{_sql(root / t.name)}' COMMENT '{_sql(t.doc)}'")
+    _refresh(spark)  # file listings cached under an earlier registration of these folders
     return root
 
 
 def detach(spark) -> None:
-    """Forget the registration in this Spark application; the files stay."""
+    """Forget the registration in this Spark application; the files stay. The database
+    itself goes too unless it holds tables of your own."""
     if not spark.catalog.databaseExists(DB):
         return
-    for name in _table_names(spark):
-        spark.sql(f"DROP TABLE IF EXISTS {qualified(name)}")
-    spark.sql(f"DROP DATABASE IF EXISTS {DB}")
+    _drop_tables(spark)
+    if not _table_names(spark):
+        spark.sql(f"DROP DATABASE IF EXISTS {DB}")
+
+
+def _drop_tables(spark) -> None:
+    """Unregister the catalog tables (external: their files stay), none of anyone else's."""
+    if spark.catalog.databaseExists(DB):
+        for name in sorted(set(_table_names(spark)) & set(schema.BY_NAME)):
+            spark.sql(f"DROP TABLE IF EXISTS {qualified(name)}")
 
 
 def _table_names(spark) -> list:

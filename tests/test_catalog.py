@@ -1,7 +1,9 @@
 """The catalog layer: rows, encode, decode, printer, Spark store, and docs/catalog.md."""
 from __future__ import annotations
 
+import doctest
 import hashlib
+import importlib
 
 import pytest
 
@@ -236,6 +238,12 @@ def test_printed_examples_read_like_the_spec():
     ]
 
 
+@pytest.mark.parametrize("module", ["rows", "encode", "decode", "printer", "store"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(f"evita.catalog.{module}"))
+    assert result.failed == 0
+
+
 def test_catalog_doc_is_in_sync():
     doc = (REPO / "docs" / "catalog.md").read_text()
     assert doc == schema.markdown() + "\n", "regenerate: python -m evita.catalog.schema > docs/catalog.md"
@@ -332,6 +340,18 @@ def test_reattach_sees_the_data(catalog):
         {"r1", "r2", "r3", "r4"}
     other = catalog.newSession()  # another session of the application shares the registration
     assert other.table("evita.predicate").where("program = 'sp'").count() == len(sp_rows()["predicate"])
+
+
+def test_detach_leaves_other_tables_alone(catalog):
+    catalog.sql("CREATE TABLE evita.mine (x INT) USING parquet")
+    try:
+        store.detach(catalog)
+        assert catalog.catalog.tableExists("evita.mine") and not catalog.catalog.tableExists("evita.rule")
+        store.attach(catalog)
+        assert catalog.catalog.tableExists("evita.rule")
+    finally:
+        catalog.sql("DROP TABLE evita.mine")
+    assert "sp" in store.list_programs(catalog)
 
 
 def test_spark_sql_joins_on_variables(catalog):
