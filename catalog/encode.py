@@ -13,6 +13,11 @@ argument position is one `argument` row (var, const, wildcard, expr or agg), so 
 on variables directly. A label used twice (rejected later by the static checks) gets the id
 `NAME:LABEL/<ordinal>` so the catalog still holds both rules.
 
+Every relation mentioned gets a `relation` row and its `relation_column`s: declared names
+and types; for `sys::NAME` the catalog schema's columns (string/int/double/boolean as
+symbol/number/float/bool, and materialized, since catalog tables persist); otherwise
+c0..cN of type any. Keys (materialize, define) become the index `REL:primary`.
+
 >>> from evita.bootstrap.syntax import Atom, Program, Rule, Var
 >>> r = Rule("r1", Atom("path", (Var("X"), Var("Y"))), (Atom("link", (Var("X"), Var("Y"))),))
 >>> rows = encode(Program("sp", (r,)))
