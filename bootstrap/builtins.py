@@ -53,6 +53,8 @@ _ALL = [
     Builtin("to_string", 1, 1, "to_string(N): the text of N"),
     Builtin("to_float", 1, 1, "to_float(N): N as a float"),
     Builtin("lower", 1, 1, "lower(S)"),
+    Builtin("reprefix", 3, 3, "reprefix(S, Old, New): S with its prefix Old replaced by New "
+            "(S itself when it does not start with Old; null stays null). Stages rebase ids with it"),
     Builtin("upper", 1, 1, "upper(S)"),
     # numbers
     Builtin("abs", 1, 1, "abs(N)"),

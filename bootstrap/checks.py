@@ -55,7 +55,8 @@ def check_safety(program: Program) -> Iterator[Diagnostic]:
             elif isinstance(lit, Assign):
                 yield from _unbound([lit.expr], bound, rule, f"assignment to {lit.var.name}",
                                     "the right side of := may only use variables bound elsewhere in the body")
-        for arg in rule.head.args:
+        # In a named head the unnamed fields are left null (or, in a delete, match anything).
+        for arg in () if rule.head.named else rule.head.args:
             if isinstance(arg, Wildcard):
                 yield Diagnostic("unsafe-rule", f"rule {rule.name}: the head of a rule cannot contain _",
                                  arg.span, "_", "name the value the head should carry, or drop the column")
