@@ -99,7 +99,6 @@ class _Planner:
         for st in strata:
             for n in st.relations:
                 relations[n].stratum = st.index
-                relations[n].cached = True
         self.storage_hints(strata, relations)
         facts = self.facts(prog, relations)
         self.raise_if_failed()
@@ -145,7 +144,7 @@ class _Planner:
             if rel not in arity:
                 self.fail("unknown-relation", f".{direction} names {rel}, which no declaration, fact or rule "
                           "mentions", S.NOWHERE, rel, f"declare it: .decl {rel}(...)")
-        derived = {r.head.relation for r in rules}
+        derived = {r.head.relation for r in rules if not r.delete}
         out: dict = {}
         for name, n in arity.items():
             d = decl.get(name)
@@ -325,9 +324,13 @@ class _Planner:
                 for s in r.steps:
                     if s.relation:
                         uses[s.relation] += 1
+        # Cache what is read more than once, and what a loop reads every iteration.
         for name, s in relations.items():
-            if s.kind == "base" and uses[name] > 1:
-                s.cached = True
+            s.cached = uses[name] > 1
+        for st in strata:
+            if st.recursive:
+                for n in st.relations:
+                    relations[n].cached = True
         for st in strata:
             lp = self.decomposition(st, relations)
             if lp is None:
@@ -347,9 +350,10 @@ class _Planner:
     def decomposition(self, st: Stratum, relations: dict) -> Optional[LocalPlan]:
         """Linear recursion over one relation that carries a column unchanged from the
         recursive atom to the head: partition on it (a discriminating set, seed 003)."""
-        if not st.recursive or len(st.relations) != 1 or not st.delta_rules:
-            return None
-        rel = st.relations[0]
+        looping = sorted({r.head for r in st.delta_rules})
+        if not st.recursive or len(looping) != 1:
+            return None  # the other relations of the stratum are non-recursive: run once
+        rel = looping[0]
         store = relations[rel]
         if store.keys is not None or store.kind != "derived":
             return None

@@ -65,6 +65,26 @@ class Result:
         """The relation's tuples, sorted, arrays as tuples (one more action)."""
         return sorted((_plain(tuple(r)) for r in self.relations[name].collect()), key=_sort_key)
 
+    def tuples(self, names=None) -> dict:
+        """relation -> set of tuples for several relations with a single Spark action."""
+        import json
+
+        from pyspark.sql import functions as F
+
+        names = list(self.relations) if names is None else list(names)
+        if not names:
+            return {}
+        parts = []
+        for i, n in enumerate(names):
+            df = self.relations[n]
+            df = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
+            parts.append(df.select(F.lit(i).alias("r"), F.to_json(F.array(F.struct("*")),
+                                                                  {"ignoreNullFields": "false"}).alias("t")))
+        out = {n: set() for n in names}
+        for row in reduce(lambda a, b: a.union(b), parts).collect():
+            out[names[row["r"]]].add(_plain(tuple(json.loads(row["t"])[0].values())))
+        return out
+
     def stats_text(self) -> str:
         lines = ["stratum  iteration  mode   actions  seconds  deltas"]
         for s in self.stats:
@@ -174,6 +194,7 @@ class _Engine:
         return df.collect()
 
     _actions = 0
+    _stratum = None
 
     # ------------------------------------------------------------ base relations
 
@@ -231,34 +252,44 @@ class _Engine:
             return set()
         return {i for i, f in enumerate(df.schema.fields) if isinstance(f.dataType, ArrayType)}
 
-    def rule_frame(self, rule: RulePlan, stratum: Optional[Stratum] = None):
-        here = set(stratum.relations) if stratum is not None and stratum.recursive else set()
+    def candidates(self, name: str, rules) -> list:
+        """One SELECT per rule deriving `name` (sqlglot trees; nothing runs yet)."""
+        here = set(self._stratum.relations) if self._stratum is not None and self._stratum.recursive else set()
 
         def view_of(step):
             if step.delta and step.relation in here:
                 return self.view(self.delta[step.relation])
             return self.view(self.full[step.relation])
 
-        select = rule_select(rule, view_of, self.array_cols, self.now)
-        return self.spark.sql(select.sql(DIALECT))
+        return [rule_select(r, view_of, self.array_cols, self.now) for r in rules if r.head == name]
 
-    def candidates(self, name: str, rules) -> list:
-        return [self.rule_frame(r, self._stratum) for r in rules if r.head == name]
+    def union_select(self, selects: list, frames: list):
+        """UNION ALL of rule SELECTs and of already built frames (facts, inputs)."""
+        from sqlglot import exp
+
+        parts = selects + [exp.select("*").from_(self.view(f)) for f in frames]
+        return reduce(lambda a, b: exp.union(a, b, distinct=False), parts)
+
+    def sql_frame(self, tree):
+        return self.spark.sql(tree.sql(DIALECT))
 
     # ------------------------------------------------------------ per-relation semantics
 
-    def combine(self, s: Storage, frames: list):
+    def combine(self, s: Storage, frames: list, selects: list = ()):
         """Rule outputs -> the relation's tuples (set, grouped, or one per key)."""
+        from sqlglot import exp
+
         from .io import empty_frame
 
-        if not frames:
+        selects = list(selects)
+        if not frames and not selects:
             return empty_frame(self.spark, s)
-        df = reduce(lambda a, b: a.union(b), frames)
-        if s.aggregates:
-            return self.group(df, s)
-        if s.keys is not None:
-            return self.one_per_key(df, s)
-        return df.distinct()
+        union = self.union_select(selects, frames)
+        if s.aggregates or s.keys is not None:
+            df = self.sql_frame(union)
+            return self.group(df, s) if s.aggregates else self.one_per_key(df, s)
+        return self.sql_frame(exp.select("*").from_(exp.Subquery(this=union, alias=exp.TableAlias(
+            this=exp.to_identifier("u")))).distinct())
 
     def group(self, df, s: Storage):
         from pyspark.sql import functions as F
@@ -292,8 +323,8 @@ class _Engine:
         t0 = time.perf_counter()
         for name in st.relations:
             s = self.df.relations[name]
-            frames = self.seeds(name) + self.candidates(name, st.init_rules)
-            self.full[name] = self.keep(self.combine(s, frames))
+            df = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
+            self.full[name] = self.keep(df) if s.cached else df
         self.stats.append(IterationStats(st.index, 0, 0, {}, time.perf_counter() - t0))
 
     def keep(self, df):
@@ -303,13 +334,14 @@ class _Engine:
 
     def count_deltas(self, names: list) -> dict:
         """One action: the sizes of every delta, which also fills their caches."""
-        from pyspark.sql import functions as F
+        from sqlglot import exp
 
         if not names:
             return {}
-        parts = [self.delta[n].agg(F.count(F.lit(1)).alias("n")).select(F.lit(i).alias("i"), "n")
+        parts = [exp.select(exp.alias_(exp.Literal.number(i), "i"),
+                            exp.alias_(exp.Count(this=exp.Star()), "n")).from_(self.view(self.delta[n]))
                  for i, n in enumerate(names)]
-        rows = self.action(reduce(lambda a, b: a.union(b), parts))
+        rows = self.action(self.sql_frame(reduce(lambda x, y: exp.union(x, y, distinct=False), parts)))
         sizes = {names[r["i"]]: r["n"] for r in rows}
         return {n: sizes.get(n, 0) for n in names}
 
@@ -319,8 +351,8 @@ class _Engine:
         before = self._actions
         for name in st.relations:
             s = self.df.relations[name]
-            frames = self.seeds(name) + self.candidates(name, st.init_rules)
-            self.full[name] = self.delta[name] = self.keep(self.combine(s, frames))
+            df = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
+            self.full[name] = self.delta[name] = self.keep(df)
         looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         sizes = self.count_deltas(list(st.relations))
         self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
@@ -359,12 +391,15 @@ class _Engine:
         """The delta of one iteration: what is new or better than the relation so far."""
         from pyspark.sql import functions as F
 
+        from sqlglot import exp
+
         full = self.full[s.name]
         if not cand:
             return full.limit(0)
-        if not s.aggregates and s.keys is None:
-            return reduce(lambda a, b: a.union(b), cand).subtract(full)  # EXCEPT DISTINCT
-        new = self.combine(s, cand)
+        if not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
+            return self.sql_frame(exp.except_(self.union_select(cand, []),
+                                              exp.select("*").from_(self.view(full)), distinct=True))
+        new = self.combine(s, [], cand)
         if s.aggregates:  # PreM: a new group, or a better value for an old one
             a = s.aggregates[0]
             old = _renamed(full, "o")

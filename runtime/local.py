@@ -70,7 +70,12 @@ def run_local_stratum(engine, st: Stratum) -> bool:
     rel = st.local.relation
     s = engine.df.relations[rel]
     engine._stratum = st
-    init = engine.combine(s, engine.seeds(rel) + engine.candidates(rel, st.init_rules))
+    for name in st.relations:  # the stratum's non-recursive relations: once, lazily
+        if name != rel:
+            other = engine.df.relations[name]
+            df = engine.combine(other, engine.seeds(name), engine.candidates(name, st.init_rules))
+            engine.full[name] = engine.keep(df) if other.cached else df
+    init = engine.combine(s, engine.seeds(rel), engine.candidates(rel, st.init_rules))
     types = [f.dataType.simpleString() for f in init.schema.fields]
     if any(t not in _ARROW for t in types):
         return False

@@ -1,0 +1,173 @@
+"""`evita plan` and `evita run`: the runtime's commands, registered by `bootstrap/cli.py`.
+
+    evita plan PROGRAM [--json]
+    evita run PROGRAM [--input REL=PATH ...] [-F DIR] [-D DIR] [--output DIR]
+                      [--format csv|parquet] [--master M] [--stats] [--max-iterations N]
+
+The program is parsed and checked before Spark starts, so a bad program fails fast.
+What `run` shows: the `.output` relations if the program has any, else the answers to
+its `query` statements, else every derived relation. Small results print as tables.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+PREVIEW_ROWS = 50
+
+
+def add_arguments(subparsers, common=None) -> None:
+    parents = [common] if common is not None else []
+    c = subparsers.add_parser("plan", parents=parents, help="show the physical dataflow of a program")
+    c.add_argument("program", help="program file (.olg or .dl)")
+    c.add_argument("--json", action="store_true", help="JSON instead of the text form")
+    c.set_defaults(func=cmd_plan)
+
+    c = subparsers.add_parser("run", parents=parents, help="run a program on Spark")
+    c.add_argument("program", help="program file (.olg or .dl)")
+    c.add_argument("--input", action="append", default=[], metavar="REL=PATH",
+                   help="read relation REL from a CSV, TSV (.tsv/.facts) or Parquet file; repeatable")
+    c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
+                   help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
+    c.add_argument("-D", "--output-dir", dest="souffle_out", metavar="DIR",
+                   help="Soufflé style: write DIR/REL.csv (tab-separated) for each .output relation")
+    c.add_argument("--output", metavar="DIR", help="write the shown relations to DIR/REL.csv or DIR/REL.parquet")
+    c.add_argument("--format", choices=("csv", "parquet"), default="csv", help="format for --output")
+    if common is None:
+        c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+    c.add_argument("--stats", action="store_true", help="print Spark actions per stratum iteration")
+    c.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help="stop a stratum that has not converged after N iterations (default 1000)")
+    c.add_argument("--no-local", action="store_true",
+                   help="run decomposable strata in the SQL loop too (for comparison)")
+    c.set_defaults(func=cmd_run)
+
+
+def load(path: str):
+    """Parse and check a program file (raises EvitaError with diagnostics)."""
+    from ..bootstrap.checks import check_program
+    from ..bootstrap.parser import parse_file
+
+    if not Path(path).is_file():
+        from ..bootstrap import syntax as S
+        from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+        raise EvitaError([Diagnostic("no-such-file", f"{path}: no such file", S.Span(path, 0, 0), path,
+                                     "give the path of a .olg or .dl program")])
+    return check_program(parse_file(path))
+
+
+def cmd_plan(args) -> int:
+    from ..bootstrap.planner import plan
+
+    dataflow = plan(load(args.program))
+    print(dataflow.to_json() if args.json else dataflow.to_text())
+    return 0
+
+
+def cmd_run(args) -> int:
+    from rich.console import Console
+
+    from ..bootstrap.planner import plan
+    from .engine import DEFAULT_MAX_ITERATIONS, run
+    from .io import gather_inputs, write_outputs
+    from .session import spark_session
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    program = load(args.program)
+    dataflow = plan(program)
+    spark = spark_session(master=getattr(args, "master", None))
+    inputs = gather_inputs(spark, dataflow, args.input, args.facts_dir)
+    result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
+                 local=not args.no_local)
+    shown = shown_relations(dataflow)
+    frames = {name: result.relations[name] for name in shown}
+    for i, q in enumerate(dataflow.queries):
+        frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
+    if args.souffle_out:
+        write_outputs(result, dataflow.outputs, args.souffle_out, "csv", souffle=True)
+    if args.output:
+        for path in write_outputs(result, shown, args.output, args.format):
+            console.print(f"wrote {path}")
+    print_tables(console, frames)
+    if args.stats:
+        console.print(result.stats_text())
+    return 0
+
+
+def shown_relations(dataflow) -> list:
+    if dataflow.outputs:
+        return list(dataflow.outputs)
+    if dataflow.queries:
+        return []
+    return [n for n, s in dataflow.relations.items() if s.kind == "derived"]
+
+
+def query_frame(df, atom):
+    """Tuples of `df` matching a query atom: its constants and repeated variables."""
+    from pyspark.sql import functions as F
+
+    from ..bootstrap import syntax as S
+    from ..bootstrap.planner import const_value
+
+    cols = df.columns
+    seen = {}
+    for i, a in enumerate(atom.args):
+        if isinstance(a, S.Var):
+            if a.name in seen:
+                df = df.where(F.col(cols[i]) == F.col(cols[seen[a.name]]))
+            seen.setdefault(a.name, i)
+        elif not isinstance(a, S.Wildcard):
+            df = df.where(F.col(cols[i]) == F.lit(const_value(a)))
+    return df
+
+
+def _atom_text(a) -> str:
+    from .dataflow import term_text
+
+    return term_text(a)
+
+
+def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
+    """One Spark action for all previews: each relation's first rows, sorted."""
+    import json
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    from rich.table import Table
+    from rich.text import Text
+
+    if not frames:
+        return
+    names = list(frames)
+    parts = []
+    for i, name in enumerate(names):
+        df = frames[name]
+        plain = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
+        counted = plain.select(F.lit(i).alias("r"), F.to_json(F.array(F.struct("*")), {"ignoreNullFields": "false"}).alias("t"))
+        parts.append(counted.orderBy("t").limit(limit + 1))
+    rows: dict = {n: [] for n in names}
+    for r in reduce(lambda a, b: a.union(b), parts).collect():
+        rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))
+    for name in names:
+        df = frames[name]
+        got = rows[name]
+        table = Table(title=Text(f"{name}" + (f" (first {limit} rows)" if len(got) > limit else f" ({len(got)} rows)")),
+                      min_width=len(name) + 12)
+        for c in df.columns:
+            table.add_column(c)
+        for r in sorted(got[:limit], key=lambda r: [str(x) for x in r]):
+            table.add_row(*[Text(_cell(v)) for v in r])
+        console.print(table)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(_cell(x) for x in v) + "]"
+    if isinstance(v, str):
+        return v
+    return str(v)
