@@ -278,3 +278,11 @@ def markdown() -> str:
 
 if __name__ == "__main__":
     print(markdown())
+
+
+def spark_struct(name: str):
+    """The Spark schema of a catalog table."""
+    from pyspark.sql import types as T
+
+    kinds = {STRING: T.StringType(), INT: T.IntegerType(), BOOL: T.BooleanType(), DOUBLE: T.DoubleType()}
+    return T.StructType([T.StructField(c.name, kinds[c.type], True) for c in table(name).columns])

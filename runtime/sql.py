@@ -99,6 +99,10 @@ BUILTIN_SQL: dict = {
     "to_float": lambda a, t, arr: exp.Cast(this=a[0], to=exp.DataType.build("double")),
     "lower": lambda a, t, arr: fn("lower", a[0]),
     "upper": lambda a, t, arr: fn("upper", a[0]),
+    "reprefix": lambda a, t, arr: exp.If(
+        this=fn("startswith", a[0], a[1]),
+        true=fn("concat", a[2], fn("substring", a[0], exp.Add(this=fn("length", a[1]), expression=lit(1)))),
+        false=a[0]),
     "abs": lambda a, t, arr: fn("abs", a[0]),
     "min": lambda a, t, arr: fn("least", *a),
     "max": lambda a, t, arr: fn("greatest", *a),

@@ -1,0 +1,151 @@
+"""The stage scheduler: a loop that asks the lattice for the next stage and runs it.
+
+The decision is Datalog (`stage_lattice.dl`): this module only states what it knows as
+facts (completed, disabled, chosen), reads back `next`, runs that stage, checks the
+catalog's integrity (`catalog/integrity.dl`, Datalog too) and keeps every version.
+A failing stage leaves the catalog at the version before it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from evita.catalog import schema
+from evita.catalog.rows import CatalogRows
+
+from . import syntax as S
+from .diagnostics import Diagnostic, EvitaError
+from .stage import (
+    BOOTSTRAP_STAGES, StageFailure, StageFile, apply, evaluate, find_stages, package_root,
+)
+
+
+@dataclass
+class Version:
+    number: int
+    stage: str
+    rows: CatalogRows
+    seconds: float = 0.0
+    actions: int = 0
+
+
+@dataclass
+class Compilation:
+    program: str
+    versions: list
+    lattice_actions: int = 0
+    lattice_seconds: float = 0.0
+    stats: list = field(default_factory=list)  # (stage, seconds, actions)
+
+    @property
+    def final(self) -> CatalogRows:
+        return self.versions[-1].rows
+
+    @property
+    def stages_run(self) -> list:
+        return [v.stage for v in self.versions]
+
+
+class Lattice:
+    """stage_lattice.dl plus the lattice facts stage files carry."""
+
+    def __init__(self, stages: dict):
+        from .checks import check_program
+        from .parser import parse_file
+
+        self.path = package_root() / "stage_lattice.dl"
+        self.base = check_program(parse_file(self.path))
+        self.stages = stages
+        extra = tuple(f for s in sorted(stages.values(), key=lambda s: s.name) for f in s.lattice_facts)
+        self.program = replace(self.base, statements=self.base.statements + extra)
+
+    def facts(self, relation: str) -> list:
+        return [tuple(a.value for a in f.atom.args) for f in self.program.facts if f.atom.relation == relation]
+
+    @property
+    def names(self) -> list:
+        return [s for (s,) in self.facts("stage")]
+
+    def next(self, spark, program_id: str, completed, disabled, chosen: dict) -> Optional[str]:
+        facts = [("completed", s) for s in completed] + [("disabled", s) for s in disabled]
+        facts += [("chosen", g, s) for g, s in sorted(chosen.items())]
+        extra = tuple(S.Fact(S.Atom(rel, tuple(S.Const(v, S.STRING) for v in vals))) for rel, *vals in facts)
+        # Relations that may have no facts this time still need their arity.
+        decls = tuple(S.Declaration(n, tuple(S.Column(f"c{i}", "symbol") for i in range(k)))
+                      for n, k in (("completed", 1), ("disabled", 1), ("chosen", 2), ("alternative", 2),
+                                   ("default", 2)))
+        prog = replace(self.program, statements=decls + self.program.statements + extra)
+        out = evaluate(spark, prog, CatalogRows(), program_id, ["next"], origin="stage_lattice")
+        rows = sorted(out.tuples["next"])
+        self.actions = out.actions
+        return rows[0][0] if rows and rows[0][0] is not None else None
+
+
+def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
+                    choose: Optional[dict] = None, max_iterations: int = 1000) -> Compilation:
+    """Move one program through the stages the lattice orders. `rows` is its catalog
+    after parsing (version 0)."""
+    stages = find_stages(stage_paths)
+    lattice = Lattice(stages)
+    known = set(lattice.names)
+    for name in list(skip) + list(only or []) + list((choose or {}).values()):
+        if name not in known:
+            raise EvitaError([Diagnostic("unknown-stage", f"no stage named {name}", S.Span("<command line>", 0, 0),
+                                         name, f"known stages: {', '.join(sorted(known))} (see `evita stages`)")])
+    disabled = set(skip)
+    if only is not None:
+        disabled |= known - set(only) - set(BOOTSTRAP_STAGES)
+    comp = Compilation(program_id, [Version(0, "parse", rows)])
+    completed = ["parse"]
+    while True:
+        t = time.perf_counter()
+        name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {})
+        comp.lattice_seconds += time.perf_counter() - t
+        comp.lattice_actions += lattice.actions
+        if name is None or name == "planner":
+            break
+        if name in completed:
+            raise StageFailure(name, "the lattice chose a stage that already ran (a cycle in precedes/2?)")
+        stage = stages.get(name)
+        if stage is None:
+            raise StageFailure(name, f"stage_lattice.dl names stage {name}, but no stages/{name}.dl exists",
+                               detail="add the file, or pass its directory with --stage-path")
+        comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations))
+        completed.append(name)
+    return comp
+
+
+def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int) -> Version:
+    from .stage import run_stage
+
+    started = time.perf_counter()
+    out = run_stage(spark, stage, before.rows, program_id, max_iterations=max_iterations)
+    rows = mark_stage(apply(before.rows, out), program_id, stage.name)
+    violations = check_integrity(spark, rows, program_id)
+    if violations:
+        shown = "\n".join(f"  {check}: {what}" for check, what in violations[:20])
+        raise StageFailure(stage.name, f"the catalog it produced breaks {len(violations)} integrity check(s)",
+                           detail=shown)
+    return Version(before.number + 1, stage.name, rows, time.perf_counter() - started,
+                   out.actions + check_integrity.actions)
+
+
+def mark_stage(rows: CatalogRows, program_id: str, stage: str) -> CatalogRows:
+    cols = schema.table("program").column_names
+    i_id, i_stage = cols.index("id"), cols.index("stage")
+    rows["program"] = [r[:i_stage] + (stage,) + r[i_stage + 1:] if r[i_id] == program_id else r
+                       for r in rows.get("program", [])]
+    return rows
+
+
+def check_integrity(spark, rows: CatalogRows, program_id: str) -> list:
+    """(check, offending id) for every violated invariant of `catalog/integrity.dl`."""
+    from .checks import check_program
+    from .parser import parse_file
+
+    if not hasattr(check_integrity, "program"):
+        check_integrity.program = check_program(parse_file(package_root() / "catalog" / "integrity.dl"))
+    out = evaluate(spark, check_integrity.program, rows, program_id, ["violation"], origin="integrity")
+    check_integrity.actions = out.actions
+    return sorted(out.tuples["violation"])

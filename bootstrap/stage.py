@@ -1,0 +1,210 @@
+"""Stages as data: finding `.dl` stage files and running one over a catalog snapshot.
+
+A stage is an ordinary Evita program with the conventions of `docs/stages.md`: body
+`sys::T` atoms read the snapshot, head `sys::T` atoms insert, `delete sys::T{...}`
+deletes by pattern. This module turns those conventions into a plain program the
+planner understands (inserts go to `insert::T`, deletions to `remove::T`, wildcards in
+heads become nulls), runs it on the engine and reads back what the stage derived, in one
+Spark action. Nothing here knows what any stage does.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+from evita.catalog import schema
+from evita.catalog.rows import CatalogRows
+
+from . import syntax as S
+from .diagnostics import Diagnostic, EvitaError
+
+SYS = "sys::"
+INSERT = "insert::"
+REMOVE = "remove::"
+TRIGGER = "programEvent"
+LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
+BOOTSTRAP_STAGES = ("parse", "planner")
+# Catalog column types as the runtime's declared types.
+_TYPES = {schema.STRING: "symbol", schema.INT: "number", schema.BOOL: "bool", schema.DOUBLE: "float"}
+
+
+def package_root() -> Path:
+    """Where the shipped `stage_lattice.dl` and `stages/` are (repo checkout or site-packages)."""
+    import evita.stages
+
+    return Path(evita.stages.__file__).resolve().parent.parent
+
+
+@dataclass
+class StageFile:
+    name: str
+    path: Path
+    program: S.Program  # the stage's rules, lattice facts removed
+    lattice_facts: tuple  # stage/precedes/alternative/default facts the file carries
+    origin: str  # "built-in" or the --stage-path directory
+
+
+def find_stages(stage_paths=()) -> dict:
+    """name -> StageFile: the built-in stages, then each --stage-path directory in order
+    (a later file of the same name replaces an earlier one)."""
+    from .checks import check_program
+    from .parser import parse_file
+
+    found: dict = {}
+    dirs = [(package_root() / "stages", "built-in")] + [(Path(d), str(d)) for d in stage_paths]
+    for folder, origin in dirs:
+        if not folder.is_dir():
+            raise EvitaError([Diagnostic("stage-path", f"stage directory {folder} does not exist",
+                                         S.Span(str(folder), 0, 0), str(folder),
+                                         "pass a directory holding .dl stage files to --stage-path")])
+        for path in sorted(folder.glob("*.dl")):
+            program = check_program(parse_file(path))
+            facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
+            rest = tuple(s for s in program.statements if s not in facts)
+            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin)
+    return found
+
+
+# ---------------------------------------------------------------- one stage run
+
+@dataclass
+class StageOutput:
+    inserts: CatalogRows
+    deletes: dict  # table -> list of patterns (tuples with None for "any")
+    actions: int = 0
+    seconds: float = 0.0
+    stats: list = field(default_factory=list)
+
+
+class StageFailure(Exception):
+    """A stage failed; the catalog stays at the previous version."""
+
+    def __init__(self, stage: str, reason: str, rule: Optional[str] = None, detail: str = ""):
+        self.stage, self.reason, self.rule, self.detail = stage, reason, rule, detail
+        where = f" (rule {rule})" if rule else ""
+        super().__init__(f"stage {stage} failed{where}: {reason}" + (f"\n{detail}" if detail else ""))
+
+
+def stage_program(program: S.Program, program_id: str, tables_read: set) -> S.Program:
+    """The stage as a plain program: inserts/deletes renamed, catalog relations declared,
+    the trigger fact added."""
+    statements: list = []
+    for st in program.statements:
+        if isinstance(st, S.Rule) and st.head.relation.startswith(SYS):
+            table = st.head.relation[len(SYS):]
+            target = (REMOVE if st.delete else INSERT) + table
+            args = tuple(S.Const(None, S.NULL) if isinstance(a, S.Wildcard) else a for a in st.head.args)
+            st = replace(st, head=replace(st.head, relation=target, args=args, named=False), delete=False)
+        statements.append(st)
+    decls = [S.Declaration(TRIGGER, (S.Column("program", "symbol"),))]
+    for table in sorted(_tables_written(statements) | tables_read):
+        cols = tuple(S.Column(c.name, _TYPES[c.type]) for c in schema.table(table).columns)
+        for prefix in (SYS, INSERT, REMOVE):
+            decls.append(S.Declaration(prefix + table, cols))
+    trigger = S.Fact(S.Atom(TRIGGER, (S.Const(program_id, S.STRING),)))
+    return replace(program, statements=tuple(decls) + (trigger,) + tuple(statements))
+
+
+def _tables_written(statements) -> set:
+    out = set()
+    for st in statements:
+        if isinstance(st, S.Rule):
+            for prefix in (INSERT, REMOVE):
+                if st.head.relation.startswith(prefix):
+                    out.add(st.head.relation[len(prefix):])
+    return out
+
+
+def tables_read(program: S.Program) -> set:
+    return {lit.relation[len(SYS):] for r in program.rules for lit in r.body
+            if isinstance(lit, S.Atom) and lit.relation.startswith(SYS)}
+
+
+def snapshot_frames(spark, rows: CatalogRows, tables) -> dict:
+    """`sys::T` -> DataFrame of the snapshot, built from driver rows (no Spark job)."""
+    return {SYS + t: spark.createDataFrame(rows.get(t, []), schema.spark_struct(t)) for t in sorted(tables)}
+
+
+@dataclass
+class Evaluation:
+    tuples: dict  # relation -> set of tuples
+    actions: int
+    seconds: float
+    stats: list
+
+
+def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, wanted, *,
+             origin: str, max_iterations: int = 1000) -> Evaluation:
+    """Run a catalog program (a stage, the lattice, the integrity checks) over `rows`
+    and read back the `wanted` relations (names, or prefixes ending in '::') in one action."""
+    from evita.runtime import engine
+
+    from .planner import plan
+
+    started = time.perf_counter()
+    read = tables_read(program)
+    prog = stage_program(program, program_id, read)
+    try:
+        dataflow = plan(prog)
+        result = engine.run(dataflow, spark, snapshot_frames(spark, rows, read), max_iterations=max_iterations,
+                            local=False)
+        names = [n for n in dataflow.relations
+                 if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
+        derived = result.tuples(names)
+    except EvitaError as e:
+        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+    for w in wanted:
+        if not w.endswith("::"):
+            derived.setdefault(w, set())
+    return Evaluation(derived, result.actions + 1, time.perf_counter() - started, result.stats)
+
+
+def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *,
+              max_iterations: int = 1000) -> StageOutput:
+    """Run one stage over `rows` (the program's current catalog) and return its
+    insertions and deletion patterns. Raises StageFailure."""
+    ev = evaluate(spark, stage.program, rows, program_id, [INSERT, REMOVE], origin=stage.name,
+                  max_iterations=max_iterations)
+    inserts, deletes = CatalogRows(), {}
+    for name, tuples in ev.tuples.items():
+        table = name.split("::", 1)[1]
+        if name.startswith(INSERT):
+            inserts[table] = sorted(tuples, key=_key)
+        else:
+            deletes[table] = sorted(tuples, key=_key)
+    return StageOutput(inserts, deletes, ev.actions, ev.seconds, ev.stats)
+
+
+def _key(row: tuple):
+    return tuple((v is None, str(v)) for v in row)
+
+
+def _rule_at(program: S.Program, span: S.Span) -> Optional[str]:
+    for r in program.rules:
+        if r.span.file == span.file and r.span.line <= span.line <= max(r.span.end_line, r.span.line):
+            return r.name
+    return None
+
+
+# ---------------------------------------------------------------- applying a stage's output
+
+def apply(rows: CatalogRows, out: StageOutput) -> CatalogRows:
+    """Deletions first, then insertions; an insertion replaces the row with its key."""
+    new = CatalogRows({k: list(v) for k, v in rows.items()})
+    for table, patterns in out.deletes.items():
+        if patterns:
+            new[table] = [r for r in new.get(table, []) if not any(_matches(r, p) for p in patterns)]
+    for table, inserted in out.inserts.items():
+        decl = schema.table(table)
+        key_idx = [decl.column_names.index(k) for k in decl.key]
+        by_key = {tuple(r[i] for i in key_idx): r for r in new.get(table, [])}
+        for r in inserted:
+            by_key[tuple(r[i] for i in key_idx)] = tuple(r)
+        new[table] = list(by_key.values())
+    return new.sorted()
+
+
+def _matches(row: tuple, pattern: tuple) -> bool:
+    return all(p is None or p == v for v, p in zip(row, pattern))
