@@ -162,6 +162,7 @@ class _Engine:
         self.stats: list = []
         self.now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         self.cached: list = []
+        self.retire: list = []  # (action number after which it may go, cached DataFrame)
 
     # ------------------------------------------------------------ driver
 
@@ -191,7 +192,15 @@ class _Engine:
     def action(self, df) -> list:
         """Every action goes through here so the stats can count them."""
         self._actions += 1
-        return df.collect()
+        rows = df.collect()
+        keep = []
+        for safe, cached in self.retire:  # caches whose rows now live in checkpoints
+            if safe <= self._actions:
+                cached.unpersist()
+            else:
+                keep.append((safe, cached))
+        self.retire = keep
+        return rows
 
     _actions = 0
     _stratum = None
@@ -333,13 +342,17 @@ class _Engine:
         return df
 
     def count_deltas(self, names: list) -> dict:
+        return self.count_deltas_of({n: self.delta[n] for n in names})
+
+    def count_deltas_of(self, frames: dict) -> dict:
         """One action: the sizes of every delta, which also fills their caches."""
         from sqlglot import exp
 
+        names = list(frames)
         if not names:
             return {}
         parts = [exp.select(exp.alias_(exp.Literal.number(i), "i"),
-                            exp.alias_(exp.Count(this=exp.Star()), "n")).from_(self.view(self.delta[n]))
+                            exp.alias_(exp.Count(this=exp.Star()), "n")).from_(self.view(frames[n]))
                  for i, n in enumerate(names)]
         rows = self.action(self.sql_frame(reduce(lambda x, y: exp.union(x, y, distinct=False), parts)))
         sizes = {names[r["i"]]: r["n"] for r in rows}
@@ -355,8 +368,10 @@ class _Engine:
             self.full[name] = self.delta[name] = self.keep(df)
         looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         sizes = self.count_deltas(list(st.relations))
+        for name in looping:
+            self.full[name] = self.delta[name] = self.rebase(self.full[name])
         self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
-        pieces = {n: [self.full[n]] for n in looping}  # full = union of these cached pieces
+        pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
         iteration = 0
         while any(sizes.get(n, 0) for n in looping):
             iteration += 1
@@ -367,25 +382,34 @@ class _Engine:
             new_delta = {}
             for name in looping:
                 s = self.df.relations[name]
-                cand = self.candidates(name, st.delta_rules)
-                new_delta[name] = self.keep(self.advance(s, cand))
+                new_delta[name] = self.keep(self.advance(s, self.candidates(name, st.delta_rules)))
             for name in st.relations:
                 if name not in looping:
-                    self.delta[name] = self.keep(self.full[name].limit(0))
-            self.delta.update(new_delta)
-            # the new full relations: built now, filled by the next action
+                    self.delta[name] = self.full[name].limit(0)
+            sizes = self.count_deltas_of(new_delta)
             for name in looping:
                 s = self.df.relations[name]
+                d = self.delta[name] = self.rebase(new_delta[name])
                 if s.aggregates or s.keys is not None:
-                    self.full[name] = self.keep(self.replace(s, self.full[name], self.delta[name]))
+                    self.full[name] = self.rebase(self.replace(s, self.full[name], d))
                 else:
-                    pieces[name].append(self.delta[name])
+                    pieces[name].append(d)
                     if len(pieces[name]) >= COMPACT_EVERY:
-                        pieces[name] = [self.keep(reduce(lambda a, b: a.union(b), pieces[name]))]
+                        pieces[name] = [self.rebase(reduce(lambda a, b: a.union(b), pieces[name]))]
                     self.full[name] = reduce(lambda a, b: a.union(b), pieces[name])
-            sizes = self.count_deltas(looping)
             self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
                                              time.perf_counter() - t0))
+
+    def rebase(self, df):
+        """The same tuples under a one-node logical plan. Each delta is computed from the
+        previous ones, so without this the plans (and the time Spark spends analyzing
+        them) would double every iteration. A lazy local checkpoint cuts the lineage
+        now and stores the rows when the next action computes them; the cache it reads
+        from can go once that action has run."""
+        leaf = df.localCheckpoint(eager=False)
+        if df.is_cached:
+            self.retire.append((self._actions + 1, df))
+        return leaf
 
     def advance(self, s: Storage, cand: list):
         """The delta of one iteration: what is new or better than the relation so far."""

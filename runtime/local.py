@@ -157,7 +157,7 @@ def _keys(df):
     import numpy as np
     import pandas as pd
 
-    ints = all(np.issubdtype(t, np.integer) for t in df.dtypes)
+    ints = all(pd.api.types.is_integer_dtype(t) for t in df.dtypes)
     if ints and df.shape[1] == 1:
         return df.iloc[:, 0].to_numpy(dtype=np.int64)
     if ints and df.shape[1] == 2:
