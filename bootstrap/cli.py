@@ -99,6 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("name", help="program name")
     c.set_defaults(func=cmd_print)
 
+    c = sub.add_parser("compile", parents=[common, stage_options()],
+                       help="move a program through the stages of the lattice and store every version")
+    c.add_argument("program")
+    c.set_defaults(func=cmd_compile)
+
+    c = sub.add_parser("explain", parents=[common, stage_options()],
+                       help="compile, then show what each stage added, removed and changed")
+    c.add_argument("program")
+    c.add_argument("--stage", help="only this stage")
+    c.set_defaults(func=cmd_explain)
+
+    c = sub.add_parser("stages", parents=[common], help="the stage lattice and where each stage comes from")
+    c.add_argument("--stage-path", action="append", default=[], metavar="DIR")
+    c.set_defaults(func=cmd_stages)
+
     try:
         from evita.runtime import cli_commands
     except ImportError:
@@ -108,6 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
 
         extra = (common,) if len(inspect.signature(cli_commands.add_arguments).parameters) > 1 else ()
         cli_commands.add_arguments(sub, *extra)
+    return p
+
+
+def stage_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--stage-path", action="append", default=[], metavar="DIR",
+                   help="also load the .dl stages in DIR (repeatable)")
+    p.add_argument("--skip", action="append", default=[], metavar="STAGE", help="leave STAGE out (repeatable)")
+    p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
+    p.add_argument("--choose", action="append", default=[], metavar="GROUP=STAGE",
+                   help="pick STAGE among the alternatives of GROUP")
+    p.add_argument("--max-iterations", type=int, default=1000, help="fixpoint iteration limit per stage")
     return p
 
 
@@ -219,6 +246,135 @@ def cmd_print(args) -> int:
     rows = store.load_rows(spark, args.name)
     sys.stdout.write(print_catalog(rows, args.name))
     return 0
+
+
+def compile_file(args, spark=None):
+    """Parse, check and compile a program file through the lattice; store every version.
+    Returns (program, Compilation, [StageDiff])."""
+    from evita.catalog import store
+    from evita.catalog.encode import encode
+
+    from .explain import diff_versions
+    from .scheduler import compile_program
+    from .stage import StageFailure
+
+    program = parse_and_check(args.program)
+    rows = encode(program)
+    spark = spark or session(args)
+    choose = {}
+    for item in args.choose:
+        group, sep, stage = item.partition("=")
+        if not sep:
+            raise UserError(f"--choose {item}: write GROUP=STAGE, e.g. --choose join_order=cascades")
+        choose[group] = stage
+    try:
+        comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
+                               only=args.only, choose=choose, max_iterations=args.max_iterations)
+    except StageFailure as e:
+        if e.versions:
+            _store_compilation(spark, program.name, e.versions)
+        raise UserError(f"{e}\nThe catalog of {program.name} stays at version {len(e.versions) - 1 if e.versions else 0}"
+                        f" ({e.versions[-1].stage if e.versions else 'parse'}).") from None
+    diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
+    _store_compilation(spark, program.name, comp.versions, diffs)
+    return program, comp, diffs
+
+
+def _store_compilation(spark, program_id: str, versions: list, diffs=None) -> None:
+    from evita.catalog import store
+
+    from .explain import diff_versions
+
+    diffs = diffs if diffs is not None else diff_versions([(v.number, v.stage, v.rows) for v in versions], program_id)
+    counts = {d.version: d.counts for d in diffs}
+    final = versions[-1].rows
+    final["version"] = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)),
+                         round(v.seconds, 3), v.actions) for v in versions]
+    store.save_program(spark, final)
+    store.save_versions(spark, program_id, [(v.number, v.rows) for v in versions])
+
+
+def cmd_compile(args) -> int:
+    started = time.perf_counter()
+    program, comp, diffs = compile_file(args)
+    counts = {d.version: d.counts for d in diffs}
+    t = RichTable(title=f"{program.name}: compiled in {time.perf_counter() - started:.1f} s "
+                        f"(lattice: {comp.lattice_seconds:.1f} s, {comp.lattice_actions} Spark actions)")
+    for col in ("version", "stage", "rules +", "rules -", "rules ~", "seconds", "Spark actions"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    for v in comp.versions:
+        a, r, c = counts.get(v.number, (0, 0, 0))
+        t.add_row(str(v.number), v.stage, str(a), str(r), str(c), f"{v.seconds:.2f}", str(v.actions))
+    out.print(t)
+    out.print(f"Every version is in Spark SQL: SELECT * FROM evita_history.rule WHERE program = '{program.name}'"
+              f"   |   evita explain {args.program}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from rich.syntax import Syntax  # noqa: F401  (rich is the renderer; text is colored by diff role)
+
+    program, comp, diffs = compile_file(args)
+    shown = [d for d in diffs if args.stage in (None, d.stage)]
+    if args.stage and not shown:
+        raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
+                        f"{', '.join(d.stage for d in diffs) or 'none'}")
+    for d in shown:
+        a, r, c = d.counts
+        out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
+        if not (a or r or c):
+            out.print("  (no rule changed)")
+        for text in d.removed:
+            _print_rule("-", text, "red")
+        for old, new in d.changed:
+            _print_rule("-", old, "red")
+            _print_rule("+", new, "yellow")
+        for text in d.added:
+            _print_rule("+", text, "green")
+    return 0
+
+
+def _print_rule(mark: str, text: str, color: str) -> None:
+    for i, line in enumerate(text.splitlines()):
+        out.print(f"[{color}]{mark if i == 0 else ' '} {_escape(line)}[/]")
+
+
+def cmd_stages(args) -> int:
+    from .scheduler import Lattice
+    from .stage import BOOTSTRAP_STAGES, find_stages
+
+    stages = find_stages(args.stage_path)
+    lattice = Lattice(stages)
+    before: dict = {}
+    for b, a in lattice.facts("precedes"):
+        before.setdefault(a, []).append(b)
+    t = RichTable(title=f"stage lattice ({lattice.path})")
+    for col in ("stage", "runs after", "from", "rules"):
+        t.add_column(col)
+    for name in _topological(lattice.names, before):
+        st = stages.get(name)
+        origin = "bootstrap (Python)" if name in BOOTSTRAP_STAGES else (
+            f"{st.origin}: {st.path.name}" if st else "[red]missing: no .dl file[/]")
+        t.add_row(name, ", ".join(sorted(before.get(name, []))) or "-", origin,
+                  str(len(st.program.rules)) if st else "")
+    out.print(t)
+    alts = lattice.facts("alternative")
+    if alts:
+        out.print("alternatives: " + ", ".join(f"{g}: {s}" for g, s in alts))
+    return 0
+
+
+def _topological(names: list, before: dict) -> list:
+    """Display order only; which stage runs next is decided by the lattice's rules."""
+    done, order = set(), []
+    pending = sorted(names)
+    while pending:
+        ready = [n for n in pending if set(before.get(n, [])) <= done | (set(before.get(n, [])) - set(names))]
+        nxt = ready[0] if ready else pending[0]
+        order.append(nxt)
+        done.add(nxt)
+        pending.remove(nxt)
+    return order
 
 
 # ---------------------------------------------------------------- output helpers

@@ -111,7 +111,11 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         if stage is None:
             raise StageFailure(name, f"stage_lattice.dl names stage {name}, but no stages/{name}.dl exists",
                                detail="add the file, or pass its directory with --stage-path")
-        comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations))
+        try:
+            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations))
+        except StageFailure as e:
+            e.versions = comp.versions  # the catalog stays at the last good version
+            raise
         completed.append(name)
     return comp
 

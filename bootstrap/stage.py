@@ -83,6 +83,7 @@ class StageFailure(Exception):
 
     def __init__(self, stage: str, reason: str, rule: Optional[str] = None, detail: str = ""):
         self.stage, self.reason, self.rule, self.detail = stage, reason, rule, detail
+        self.versions: list = []
         where = f" (rule {rule})" if rule else ""
         super().__init__(f"stage {stage} failed{where}: {reason}" + (f"\n{detail}" if detail else ""))
 

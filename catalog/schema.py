@@ -222,6 +222,17 @@ TABLES = (
         ("value", STRING, "parameter value"),
         ("seq", INT, "0-based position in the parameter list"),
     ], ["program", "relation", "direction", "key"], order=["program", "relation", "direction", "seq"]),
+    _t("version", "Catalog versions of a program: version 0 is the parse, then one per stage that ran. "
+       "The rows of every version are in database evita_history (column `version`).", [
+        ("program", STRING, "program id"),
+        ("version", INT, "0 for the parse, then 1, 2, ... in the order the stages ran"),
+        ("stage", STRING, "stage that produced this version"),
+        ("rules_added", INT, "rules present now but not in the version before"),
+        ("rules_removed", INT, "rules of the version before that are gone"),
+        ("rules_changed", INT, "rules whose id stayed but whose text changed"),
+        Col("seconds", DOUBLE, "wall time of the stage, integrity checks included", source=True),
+        Col("actions", INT, "Spark actions the stage started", source=True),
+    ], ["program", "version"]),
     _t("stage", "Compiler stages known to the scheduler.", [
         ("name", STRING, "stage name"),
         ("kind", STRING, "'bootstrap' (Python) or 'datalog' (.dl file)"),

@@ -56,6 +56,9 @@ from .rows import PER_PROGRAM, CatalogRows, program_column
 
 DATA_DIR = "evita-catalog"
 DB = schema.DATABASE
+HISTORY_DIR = "evita-history"  # every version of every program, column `version` first
+HISTORY_DB = "evita_history"
+HISTORY_TABLES = tuple(n for n in PER_PROGRAM if n != "version")
 SHARED_FILE = "shared.parquet"
 _ARROW = {schema.STRING: "string", schema.INT: "int32", schema.BOOL: "bool", schema.DOUBLE: "float64"}
 
@@ -84,7 +87,7 @@ def qualified(table_name: str) -> str:
 
 def _fingerprint(root: Path) -> str:
     """Where the tables point and which schema they have: attach re-registers on a change."""
-    ddl = "|".join(f"{t.name}({t.ddl()})" for t in schema.TABLES)
+    ddl = "|".join(f"{t.name}({t.ddl()})" for t in schema.TABLES) + f"|{HISTORY_DB}"
     return f"{root}#{hashlib.sha1(ddl.encode()).hexdigest()[:16]}"
 
 
@@ -117,8 +120,49 @@ def attach(spark, warehouse=None) -> Path:
     for t in schema.TABLES:
         spark.sql(f"CREATE TABLE {qualified(t.name)} ({t.ddl()}) USING parquet "
                   f"LOCATION '{_sql(root / t.name)}' COMMENT '{_sql(t.doc)}'")
+    _attach_history(spark, root.parent / HISTORY_DIR)
     _refresh(spark)  # file listings cached under an earlier registration of these folders
     return root
+
+
+def _attach_history(spark, hist: Path) -> None:
+    """Database evita_history: every catalog version, the table's columns after `version`."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {HISTORY_DB} LOCATION '{_sql(hist.parent / (HISTORY_DB + '.db'))}'")
+    for name in HISTORY_TABLES:
+        t = schema.BY_NAME[name]
+        (hist / name).mkdir(parents=True, exist_ok=True)
+        spark.sql(f"DROP TABLE IF EXISTS {HISTORY_DB}.`{name}`")
+        spark.sql(f"CREATE TABLE {HISTORY_DB}.`{name}` (`version` INT, {t.ddl()}) USING parquet "
+                  f"LOCATION '{_sql(hist / name)}' COMMENT '{_sql(t.doc)} (every version)'")
+
+
+def save_versions(spark, program_id: str, versions: list) -> None:
+    """Replace the stored history of one program: versions = [(number, CatalogRows)]."""
+    hist = _root_of(spark).parent / HISTORY_DIR
+    writes = []
+    for name in HISTORY_TABLES:
+        rows = [(n,) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])]
+        writes.append((name, program_file(program_id), rows))
+    _commit(hist, writes, versioned=True)
+    _refresh(spark)
+
+
+def load_versions(spark, program_id: str) -> dict:
+    """version number -> CatalogRows of one program, from evita_history (no Spark job)."""
+    import pyarrow.dataset as ds
+
+    hist = _root_of(spark).parent / HISTORY_DIR
+    out: dict = {}
+    for name in HISTORY_TABLES:
+        folder = hist / name
+        if not folder.is_dir():
+            continue
+        data = ds.dataset(str(folder), schema=_arrow_schema(name, True), format="parquet",
+                          ignore_prefixes=[".", "_"])
+        table = data.to_table(filter=ds.field(program_column(name)) == program_id)
+        for row in zip(*(table.column(c).to_pylist() for c in table.column_names)):
+            out.setdefault(row[0], CatalogRows())[name].append(tuple(row[1:]))
+    return {k: v.sorted() for k, v in sorted(out.items())}
 
 
 def detach(spark) -> None:
@@ -198,16 +242,17 @@ def drop_program(spark, program_id: str) -> None:
     _refresh(spark)
 
 
-def _arrow_schema(name: str):
+def _arrow_schema(name: str, versioned: bool = False):
     import pyarrow as pa
 
-    return pa.schema([pa.field(c.name, _ARROW[c.type]) for c in schema.BY_NAME[name].columns])
+    fields = [pa.field("version", "int32")] if versioned else []
+    return pa.schema(fields + [pa.field(c.name, _ARROW[c.type]) for c in schema.BY_NAME[name].columns])
 
 
-def _arrow_table(name: str, rows: list):
+def _arrow_table(name: str, rows: list, versioned: bool = False):
     import pyarrow as pa
 
-    sch = _arrow_schema(name)
+    sch = _arrow_schema(name, versioned)
     columns = list(zip(*rows)) if rows else [()] * len(sch)
     arrays = [pa.array(list(col), type=f.type) for col, f in zip(columns, sch)]
     return pa.Table.from_arrays(arrays, schema=sch)
@@ -224,7 +269,7 @@ def _locked(root: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _commit(root: Path, writes: list) -> None:
+def _commit(root: Path, writes: list, versioned: bool = False) -> None:
     """writes: [(table, file name, rows)]; empty rows delete the file. All or nothing."""
     import pyarrow.parquet as pq
 
@@ -240,7 +285,7 @@ def _commit(root: Path, writes: list) -> None:
                 if rows:
                     staged = staging / name / fname
                     staged.parent.mkdir(parents=True, exist_ok=True)
-                    pq.write_table(_arrow_table(name, rows), staged)
+                    pq.write_table(_arrow_table(name, rows, versioned), staged)
                 ops.append([name, fname, str(staged) if staged else None])
             journal.mkdir(exist_ok=True)
             tmp = journal / f".{token}.tmp"
