@@ -9,7 +9,7 @@ arrays. Nothing here concatenates SQL text: the tree is rendered by sqlglot.
 
 >>> from evita.bootstrap.syntax import Var, Const, BinOp, Call
 >>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))
-'a0.c0 + 1'
+'(a0.c0 + 1)'
 >>> Expr({"L": col("a0", 1)}, arrays={"L"}).sql(Call("f_cons", (Const("a", "string"), Var("L"))))
 "CONCAT(ARRAY('a'), a0.c1)"
 """
