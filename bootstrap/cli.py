@@ -260,7 +260,7 @@ def compile_file(args, spark=None):
 
     program = parse_and_check(args.program)
     rows = encode(program)
-    spark = spark or session(args)
+    spark = session(args) if spark is None else _attached(spark)
     choose = {}
     for item in args.choose:
         group, sep, stage = item.partition("=")
@@ -292,6 +292,13 @@ def _store_compilation(spark, program_id: str, versions: list, diffs=None) -> No
                          round(v.seconds, 3), v.actions) for v in versions]
     store.save_program(spark, final)
     store.save_versions(spark, program_id, [(v.number, v.rows) for v in versions])
+
+
+def _attached(spark):
+    from evita.catalog import store
+
+    store.attach(spark)
+    return spark
 
 
 def cmd_compile(args) -> int:

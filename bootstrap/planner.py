@@ -27,6 +27,7 @@ later; the dataflow carries it (`Stratum.local`) so the runtime does not care wh
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Optional
 
 from ..runtime.dataflow import (
@@ -47,6 +48,10 @@ def deletion_relation(relation: str) -> str:
 def plan(program: S.Program, *, methods: Optional[dict] = None) -> Dataflow:
     """Plan `program`. `methods` maps (rule label, body position) to a join method, the
     hook through which a System R / Cascades stage will pass its choices."""
+    from .differentiate import differentiate
+
+    if not any(isinstance(l, S.Atom) and l.delta for r in program.rules for l in r.body):
+        program = differentiate(program)  # no delta stage ran: the bootstrap path
     return _Planner(program, methods or {}).run()
 
 
@@ -235,14 +240,38 @@ class _Planner:
     def stratum(self, index, members, recursive, heads, relations) -> Stratum:
         here = set(members)
         init, delta = [], []
+        once = set()  # ECA rules driven from a lower stratum run once, when the stratum starts
+
+        def plain(rule):
+            # The rule's meaning: order and delta marks aside.
+            return rule.head, frozenset(replace(l, delta=False) if isinstance(l, S.Atom) else l for l in rule.body)
+
+        def driver_of(rule):
+            return next((l for l in rule.body if isinstance(l, S.Atom) and l.delta), None)
+
+        # Rules with a sibling driven by this stratum's own delta: those siblings see every
+        # tuple of the stratum, so a sibling driven from below adds nothing.
+        covered = {plain(r) for n in members for r in heads[n]
+                   if driver_of(r) is not None and driver_of(r).relation in here}
         for name in members:
             for rule in heads[name]:
                 marked = [i for i, l in enumerate(rule.body) if isinstance(l, S.Atom) and l.delta]
-                if marked:  # ECA form supplied by a delta stage: take it as given
+                if marked:  # ECA form (from the delta stage or the bootstrap differentiation)
                     driver = rule.body[marked[0]]
-                    plan = self.rule_plan(rule, rule.name, marked[0], relations)
-                    (delta if driver.relation in here else init).append(plan)
-                    continue
+                    if driver.relation in here:
+                        delta.append(self.rule_plan(rule, rule.name, marked[0], relations))
+                        continue
+                    # Its delta is the whole lower relation: the rule is an ordinary join, and
+                    # its siblings driven by other lower relations compute the same join.
+                    if plain(rule) in once or plain(rule) in covered:
+                        continue
+                    once.add(plain(rule))
+                    if not any(isinstance(l, S.Atom) and not l.negated and l.relation in here for l in rule.body):
+                        init.append(self.rule_plan(rule, rule.name, None, relations))
+                        continue
+                    # hand-written, and it reads the stratum: differentiate it as below
+                    rule = replace(rule, body=tuple(replace(l, delta=False) if isinstance(l, S.Atom) else l
+                                                    for l in rule.body))
                 rec = [i for i, l in enumerate(rule.body)
                        if isinstance(l, S.Atom) and not l.negated and l.relation in here]
                 if not rec:

@@ -17,8 +17,10 @@ PREVIEW_ROWS = 50
 
 
 def add_arguments(subparsers, common=None) -> None:
-    parents = [common] if common is not None else []
-    c = subparsers.add_parser("plan", parents=parents, help="show the physical dataflow of a program")
+    from ..bootstrap.cli import stage_options
+
+    parents = ([common] if common is not None else []) + [stage_options()]
+    c = subparsers.add_parser("plan", parents=parents, help="compile a program and show its physical dataflow")
     c.add_argument("program", help="program file (.olg or .dl)")
     c.add_argument("--json", action="store_true", help="JSON instead of the text form")
     c.set_defaults(func=cmd_plan)
@@ -36,8 +38,6 @@ def add_arguments(subparsers, common=None) -> None:
     if common is None:
         c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
     c.add_argument("--stats", action="store_true", help="print Spark actions per stratum iteration")
-    c.add_argument("--max-iterations", type=int, default=None, metavar="N",
-                   help="stop a stratum that has not converged after N iterations (default 1000)")
     c.add_argument("--no-local", action="store_true",
                    help="run decomposable strata in the SQL loop too (for comparison)")
     c.set_defaults(func=cmd_run)
@@ -57,10 +57,22 @@ def load(path: str):
     return check_program(parse_file(path))
 
 
+def compiled(args, spark):
+    """The program as the stages left it: parse -> lattice stages -> decoded final catalog."""
+    from ..bootstrap.cli import compile_file
+    from ..catalog.decode import decode
+
+    load(args.program)  # a bad file fails before Spark starts
+    program, comp, _ = compile_file(args, spark)
+    return decode(comp.final, program.name)
+
+
 def cmd_plan(args) -> int:
     from ..bootstrap.planner import plan
+    from .session import spark_session
 
-    dataflow = plan(load(args.program))
+    spark = spark_session(master=getattr(args, "master", None))
+    dataflow = plan(compiled(args, spark))
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
 
@@ -74,9 +86,8 @@ def cmd_run(args) -> int:
     from .session import spark_session
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    program = load(args.program)
-    dataflow = plan(program)
     spark = spark_session(master=getattr(args, "master", None))
+    dataflow = plan(compiled(args, spark))
     inputs = gather_inputs(spark, dataflow, args.input, args.facts_dir)
     result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
                  local=not args.no_local)

@@ -48,7 +48,8 @@ def test_plan_is_deterministic():
 def test_fig_3_5_delta_rules_drive_from_the_delta_and_keep_body_order():
     df = plan(parse_file(EXAMPLES / "shortest_path.olg"))
     names = [(st.index, [r.name for r in st.init_rules], [r.name for r in st.delta_rules]) for st in df.strata]
-    assert names == [(0, ["r1"], ["r2_d2"]), (1, ["r3"], []), (2, ["r4"], [])]
+    # Fig 3.6: r1_d1 (Δlink) runs once; r2_d1 (Δlink) adds nothing r2_d2 (Δpath) does not.
+    assert names == [(0, ["r1_d1"], ["r2_d2"]), (1, ["r3_d1"], []), (2, ["r4"], [])]
     r2 = df.strata[0].delta_rules[0]
     assert [s.op for s in r2.steps] == ["scan", "join", "filter", "assign", "assign"]
     assert r2.steps[0].relation == "path" and r2.steps[0].delta
@@ -72,7 +73,7 @@ r2a path(X, Z) :- delta link(X, Y), path(Y, Z).
 r2b path(X, Z) :- delta path(Y, Z), link(X, Y).
 """
     st = plan(parse_program(text)).strata[0]
-    assert [r.name for r in st.init_rules] == ["r1", "r2a"]
+    assert [r.name for r in st.init_rules] == ["r1"]  # r2a: r2b sees every path tuple
     assert [r.name for r in st.delta_rules] == ["r2b"]
 
 

@@ -1,0 +1,143 @@
+"""The stage machinery and the delta stage, on real Spark.
+
+- golden fixtures: the delta stage's output for every example, printed as program text
+  (tests/fixtures/golden/delta/; regenerate with EVITA_UPDATE_GOLDEN=1);
+- self-hosting: on every stage file and example, the delta stage (Datalog) produces the
+  same ECA rules as the bootstrap differentiation (Python);
+- the lattice: order, --skip, --only, an external stage with its own lattice facts;
+- failures leave the catalog at the previous version; compiling twice is deterministic.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from evita.bootstrap import stage as st
+from evita.bootstrap.differentiate import differentiate
+from evita.bootstrap.parser import parse_file, parse_program
+from evita.bootstrap.scheduler import compile_program
+from evita.catalog.decode import decode
+from evita.catalog.encode import encode
+from evita.catalog.printer import format_program, format_rule
+
+from conftest import EXAMPLES, FIXTURES, REPO
+
+GOLDEN = FIXTURES / "golden" / "delta"
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMPLES.glob("*.dl"))
+STAGE_FILES = sorted((REPO / "stages").glob("*.dl")) + [REPO / "stage_lattice.dl", REPO / "catalog" / "integrity.dl",
+                                                         EXAMPLES / "stages" / "dead_rules.dl"]
+_cache: dict = {}
+
+
+def delta_of(spark, path: Path):
+    """The program after the delta stage alone (one Spark run per file, cached)."""
+    if path not in _cache:
+        program = parse_file(path)
+        rows = encode(program)
+        delta = st.find_stages()["delta"]
+        out = st.run_stage(spark, delta, rows, program.name)
+        _cache[path] = (program, decode(st.apply(rows, out), program.name))
+    return _cache[path]
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
+def test_delta_golden(spark, path):
+    _, after = delta_of(spark, path)
+    text = format_program(after)
+    golden = GOLDEN / (path.name + ".golden")
+    if os.environ.get("EVITA_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert golden.exists(), f"no golden file {golden}; run with EVITA_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()
+
+
+def test_delta_reproduces_figure_3_6(spark):
+    _, after = delta_of(spark, EXAMPLES / "shortest_path.olg")
+    rules = {r.name: r for r in after.rules}
+    assert sorted(rules) == ["r1_d1", "r2_d1", "r2_d2", "r3_d1", "r4"]
+    assert [getattr(l, "delta", False) for l in rules["r2_d1"].body][:2] == [True, False]
+    assert [getattr(l, "delta", False) for l in rules["r2_d2"].body][:2] == [False, True]
+    assert not any(getattr(l, "delta", False) for l in rules["r4"].body)  # minCostPath is an event
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES + STAGE_FILES, ids=lambda p: p.name)
+def test_self_hosting_delta_stage_equals_bootstrap_differentiation(spark, path):
+    program, after = delta_of(spark, path)
+    by_stage = sorted(format_rule(r) for r in after.rules)
+    by_python = sorted(format_rule(r) for r in differentiate(program).rules)
+    assert by_stage == by_python
+
+
+def test_compile_runs_the_lattice_and_keeps_versions(spark):
+    rows = encode(parse_file(EXAMPLES / "shortest_path.olg"))
+    comp = compile_program(spark, rows, "shortest_path")
+    assert comp.stages_run == ["parse", "delta"]
+    assert [v.number for v in comp.versions] == [0, 1]
+    assert comp.versions[0].rows.compared() == rows.sorted().compared()  # version 0 untouched
+    program_row = comp.final.dicts("program")[0]
+    assert program_row["stage"] == "delta"
+    again = compile_program(spark, rows, "shortest_path")
+    assert again.final.compared() == comp.final.compared()  # deterministic
+
+
+def test_skip_and_only(spark):
+    rows = encode(parse_file(EXAMPLES / "tc.dl"))
+    assert compile_program(spark, rows, "tc", skip=["delta"]).stages_run == ["parse"]
+    assert compile_program(spark, rows, "tc", only=["delta"]).stages_run == ["parse", "delta"]
+
+
+def test_external_stage_inserts_itself_with_its_own_lattice_facts(spark):
+    text = """
+    .decl edge(x: number, y: number)
+    .decl path(x: number, y: number)
+    .decl scratch(x: number)
+    .output path
+    edge(1, 2).
+    r1 path(x, y) :- edge(x, y).
+    r2 path(x, z) :- path(x, y), edge(y, z).
+    r3 scratch(x) :- edge(x, x).
+    """
+    rows = encode(parse_program(text, "dead.dl", "dead"))
+    comp = compile_program(spark, rows, "dead", stage_paths=[EXAMPLES / "stages"])
+    assert comp.stages_run == ["parse", "dead_rules", "delta"]
+    names = sorted(r.name for r in decode(comp.final, "dead").rules)
+    assert names == ["r1_d1", "r2_d1", "r2_d2"]  # r3 is gone, the rest went through delta
+    without = compile_program(spark, rows, "dead")
+    assert "r3_d1" in {r.name for r in decode(without.final, "dead").rules}
+
+
+def test_failing_stage_leaves_the_previous_version(spark, tmp_path):
+    # Deletes rules but not their atoms: the integrity checks (Datalog) must catch it.
+    (tmp_path / "sloppy.dl").write_text(
+        'stage("sloppy").\nprecedes("parse", "sloppy").\nprecedes("sloppy", "delta").\n'
+        'x1 delete sys::rule{id: R} :- programEvent(P), sys::rule{program: P, id: R, name: "r2"}.\n')
+    rows = encode(parse_file(EXAMPLES / "shortest_path.olg"))
+    with pytest.raises(st.StageFailure) as info:
+        compile_program(spark, rows, "shortest_path", stage_paths=[tmp_path])
+    failure = info.value
+    assert failure.stage == "sloppy" and "integrity" in failure.reason
+    assert "predicate without a rule" in failure.detail
+    assert [v.stage for v in failure.versions] == ["parse"]
+    assert failure.versions[-1].rows.compared() == rows.sorted().compared()
+
+
+def test_unknown_stage_names_are_rejected(spark):
+    from evita.bootstrap.diagnostics import EvitaError
+
+    rows = encode(parse_file(EXAMPLES / "tc.dl"))
+    with pytest.raises(EvitaError) as info:
+        compile_program(spark, rows, "tc", skip=["deltaa"])
+    assert "known stages" in info.value.render()
+
+
+def test_apply_deletes_by_pattern_then_inserts_with_key_replacement():
+    rows = encode(parse_program("r1 a(X) :- b(X).\nr2 c(X) :- a(X).\n", "p.olg", "p"))
+    rule_cols = len(rows["rule"][0])
+    out = st.StageOutput(inserts=type(rows)(), deletes={"rule": [("p:r1",) + (None,) * (rule_cols - 1)]})
+    renamed = rows["rule"][1][:2] + ("renamed",) + rows["rule"][1][3:]
+    out.inserts["rule"] = [renamed]
+    new = st.apply(rows, out)
+    assert [r[2] for r in new["rule"]] == ["renamed"]
