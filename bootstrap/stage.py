@@ -10,6 +10,7 @@ Spark action. Nothing here knows what any stage does.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -128,6 +129,26 @@ def snapshot_frames(spark, rows: CatalogRows, tables) -> dict:
     return {SYS + t: spark.createDataFrame(rows.get(t, []), schema.spark_struct(t)) for t in sorted(tables)}
 
 
+# Catalog programs read a few hundred rows: every Spark job, stage and code generation
+# costs more than the data. One partition, no adaptive re-planning (it starts a job per
+# exchange), no broadcasts (a job each) and no whole-stage code generation: measured on
+# the delta stage, 55 jobs and ~20 s became 1 job and ~6 s on a loaded machine.
+CATALOG_SIZED = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
+                 "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.codegen.wholeStage": "false"}
+
+
+@contextmanager
+def catalog_sized(spark):
+    saved = {k: spark.conf.get(k, None) for k in CATALOG_SIZED}
+    for k, v in CATALOG_SIZED.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
 @dataclass
 class Evaluation:
     tuples: dict  # relation -> set of tuples
@@ -148,12 +169,13 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
     read = tables_read(program)
     prog = stage_program(program, program_id, read)
     try:
-        dataflow = plan(prog)
-        result = engine.run(dataflow, spark, snapshot_frames(spark, rows, read), max_iterations=max_iterations,
-                            local=False)
-        names = [n for n in dataflow.relations
-                 if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
-        derived = result.tuples(names)
+        with catalog_sized(spark):
+            dataflow = plan(prog)
+            result = engine.run(dataflow, spark, snapshot_frames(spark, rows, read), max_iterations=max_iterations,
+                                local=False)
+            names = [n for n in dataflow.relations
+                     if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
+            derived = result.tuples(names)
     except EvitaError as e:
         raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
     for w in wanted:
