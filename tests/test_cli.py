@@ -90,3 +90,29 @@ def test_installed_cli_outside_the_repository(tmp_path):
 
     bad = call("check", str(FIXTURES / "invalid" / "check_arity.olg"))
     assert bad.returncode == 1 and "check_arity.olg:4:18" in bad.stderr
+
+
+def test_stages_compile_explain_run(spark, capsys, tmp_path):
+    code, out, _ = run(capsys, "stages", "--stage-path", str(EXAMPLES / "stages"))
+    assert code == 0 and "dead_rules" in out and "delta" in out
+
+    code, out, _ = run(capsys, "explain", str(SHORTEST_PATH), "--stage", "delta")
+    assert code == 0
+    assert "- r2 path(@X, Z, P, C)" in out and "+ r2_d1" in out and "+ r2_d2" in out  # r2 split in two
+
+    code, out, _ = run(capsys, "sql", "SELECT version, stage FROM evita.version WHERE program = 'shortest_path'")
+    assert code == 0 and "delta" in out
+    code, out, _ = run(capsys, "sql", "SELECT count(DISTINCT version) AS n FROM evita_history.rule "
+                                      "WHERE program = 'shortest_path'")
+    assert code == 0 and "2" in out
+
+    code, out, _ = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "-D", str(tmp_path))
+    assert code == 0, out
+    written = (tmp_path / "path.csv").read_text().splitlines()
+    assert len(written) == 48 and all(len(line.split("\t")) == 2 for line in written)  # see tc.dl
+
+    code, out, _ = run(capsys, "run", str(SHORTEST_PATH))
+    assert code == 0 and "node5" in out and "[node1, node2, node3, node4, node5]" in out
+
+    code, _, err = run(capsys, "compile", str(SHORTEST_PATH), "--skip", "nope")
+    assert code == 1 and "no stage named nope" in err
