@@ -141,3 +141,19 @@ def test_apply_deletes_by_pattern_then_inserts_with_key_replacement():
     out.inserts["rule"] = [renamed]
     new = st.apply(rows, out)
     assert [r[2] for r in new["rule"]] == ["renamed"]
+
+
+def test_a_fact_chooses_between_alternative_stages(spark, tmp_path):
+    # Two interchangeable stages (think System R and Cascades): a default/2 fact picks one,
+    # --choose overrides it; the other counts as passed.
+    for name in ("order_a", "order_b"):
+        (tmp_path / f"{name}.dl").write_text(
+            f'stage("{name}").\nalternative("join_order", "{name}").\n'
+            f'precedes("delta", "{name}").\nprecedes("{name}", "planner").\n'
+            f'o1 noted(P) :- programEvent(P).\n')
+    (tmp_path / "order_a.dl").write_text((tmp_path / "order_a.dl").read_text() +
+                                         'default("join_order", "order_a").\n')
+    rows = encode(parse_file(EXAMPLES / "tc.dl"))
+    assert compile_program(spark, rows, "tc", stage_paths=[tmp_path]).stages_run == ["parse", "delta", "order_a"]
+    chosen = compile_program(spark, rows, "tc", stage_paths=[tmp_path], choose={"join_order": "order_b"})
+    assert chosen.stages_run == ["parse", "delta", "order_b"]
