@@ -130,7 +130,10 @@ def query_frame(df, atom):
             seen.setdefault(a.name, i)
         elif not isinstance(a, S.Wildcard):
             df = df.where(F.col(cols[i]) == F.lit(const_value(a)))
-    return df
+    # Name the answer's columns after the query's variables where it has them.
+    names = [a.name if isinstance(a, S.Var) and seen[a.name] == i else c
+             for i, (a, c) in enumerate(zip(atom.args, cols))]
+    return df.toDF(*names)
 
 
 def _atom_text(a) -> str:
