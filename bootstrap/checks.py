@@ -12,13 +12,13 @@ them all and raises one `EvitaError` listing every problem found.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from . import builtins
 from .diagnostics import Diagnostic, EvitaError
 from .syntax import (
     Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
-    Program, Query, Rule, Select, Span, Var, Wildcard, term_vars,
+    Program, Query, Rule, Select, Var, Wildcard, term_vars,
 )
 
 

@@ -251,7 +251,6 @@ def cmd_print(args) -> int:
 def compile_file(args, spark=None):
     """Parse, check and compile a program file through the lattice; store every version.
     Returns (program, Compilation, [StageDiff])."""
-    from evita.catalog import store
     from evita.catalog.encode import encode
 
     from .explain import diff_versions
@@ -319,8 +318,6 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from rich.syntax import Syntax  # noqa: F401  (rich is the renderer; text is colored by diff role)
-
     program, comp, diffs = compile_file(args)
     shown = [d for d in diffs if args.stage in (None, d.stage)]
     if args.stage and not shown:

@@ -11,7 +11,6 @@ its `query` statements, else every derived relation. Small results print as tabl
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 PREVIEW_ROWS = 50
 
@@ -43,36 +42,20 @@ def add_arguments(subparsers, common=None) -> None:
     c.set_defaults(func=cmd_run)
 
 
-def load(path: str):
-    """Parse and check a program file (raises EvitaError with diagnostics)."""
-    from ..bootstrap.checks import check_program
-    from ..bootstrap.parser import parse_file
-
-    if not Path(path).is_file():
-        from ..bootstrap import syntax as S
-        from ..bootstrap.diagnostics import Diagnostic, EvitaError
-
-        raise EvitaError([Diagnostic("no-such-file", f"{path}: no such file", S.Span(path, 0, 0), path,
-                                     "give the path of a .olg or .dl program")])
-    return check_program(parse_file(path))
-
-
-def compiled(args, spark):
-    """The program as the stages left it: parse -> lattice stages -> decoded final catalog."""
+def compiled(args):
+    """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
+    Parsing and checking happen before Spark starts, so a bad file fails fast."""
     from ..bootstrap.cli import compile_file
     from ..catalog.decode import decode
 
-    load(args.program)  # a bad file fails before Spark starts
-    program, comp, _ = compile_file(args, spark)
+    program, comp, _ = compile_file(args)
     return decode(comp.final, program.name)
 
 
 def cmd_plan(args) -> int:
     from ..bootstrap.planner import plan
-    from .session import spark_session
 
-    spark = spark_session(master=getattr(args, "master", None))
-    dataflow = plan(compiled(args, spark))
+    dataflow = plan(compiled(args))
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
 
@@ -86,8 +69,8 @@ def cmd_run(args) -> int:
     from .session import spark_session
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    dataflow = plan(compiled(args))
     spark = spark_session(master=getattr(args, "master", None))
-    dataflow = plan(compiled(args, spark))
     inputs = gather_inputs(spark, dataflow, args.input, args.facts_dir)
     result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
                  local=not args.no_local)

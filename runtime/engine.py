@@ -30,7 +30,7 @@ from typing import Optional
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.planner import DELETION_SUFFIX
-from .dataflow import Dataflow, RulePlan, Storage, Stratum
+from .dataflow import Dataflow, Storage, Stratum
 from .sql import DIALECT, rule_select
 
 DEFAULT_MAX_ITERATIONS = 1000
