@@ -91,3 +91,11 @@ def canonical(name: str) -> str:
 
 def lookup(name: str) -> Optional[Builtin]:
     return BUILTINS.get(canonical(name))
+
+
+def markdown() -> str:
+    """The table of built-ins in docs/language.md (a test keeps the two in step)."""
+    rows = ["| function | arguments | meaning |", "|---|---|---|"]
+    for b in _ALL:
+        rows.append(f"| `{b.name}` (`f_{b.name}`) | {b.arity_text} | {b.doc.replace('|', '/')} |")
+    return "\n".join(rows)

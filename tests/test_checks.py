@@ -67,3 +67,9 @@ def test_catalog_relations_have_the_catalog_arity():
     bad = "r1 rules(R) :- sys::rule(R, P).\n"
     [d] = diagnose(parse_program(bad, "stage.dl"))
     assert d.code == "arity" and "catalog" in d.message
+
+
+def test_language_reference_lists_every_builtin():
+    from evita.bootstrap import builtins
+
+    assert builtins.markdown() in (EXAMPLES.parent / "docs" / "language.md").read_text()
