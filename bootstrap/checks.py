@@ -87,23 +87,12 @@ def _bound_vars(rule: Rule) -> set:
 def _unbound(terms, bound: set, rule: Rule, where: str, hint: str) -> Iterator[Diagnostic]:
     seen = set()
     for t in terms:
-        for v in _var_nodes(t):
+        for v in (n for n in _walk(t) if isinstance(n, Var)):
             if v.name not in bound and v.name not in seen:
                 seen.add(v.name)
                 yield Diagnostic("unsafe-rule",
                                  f"rule {rule.name}: variable {v.name} in the {where} is not bound",
                                  v.span, v.name, hint)
-
-
-def _var_nodes(term) -> Iterator[Var]:
-    if isinstance(term, Var):
-        yield term
-    elif isinstance(term, Aggregate):
-        if term.arg is not None:
-            yield from _var_nodes(term.arg)
-    else:
-        for child in _children(term):
-            yield from _var_nodes(child)
 
 
 def _children(term) -> tuple:
@@ -115,6 +104,17 @@ def _children(term) -> tuple:
         if hasattr(term, name):
             kids.append(getattr(term, name))
     return tuple(kids)
+
+
+def _walk(term) -> Iterator:
+    """Every node of a term, itself first."""
+    yield term
+    if isinstance(term, Aggregate):
+        if term.arg is not None:
+            yield from _walk(term.arg)
+        return
+    for child in _children(term):
+        yield from _walk(child)
 
 
 # ---------------------------------------------------------------- relations: arity, declarations
@@ -242,20 +242,9 @@ def _terms_of(program: Program) -> Iterator[tuple]:
                 yield lit.expr, "assignment"
 
 
-def _calls(term) -> Iterator[Call]:
-    if isinstance(term, Call):
-        yield term
-    if isinstance(term, Aggregate):
-        if term.arg is not None:
-            yield from _calls(term.arg)
-        return
-    for child in _children(term):
-        yield from _calls(child)
-
-
 def check_functions(program: Program) -> Iterator[Diagnostic]:
     for term, _ in _terms_of(program):
-        for call in _calls(term):
+        for call in (n for n in _walk(term) if isinstance(n, Call)):
             fn = builtins.lookup(call.func)
             if fn is None:
                 names = sorted(builtins.BUILTINS) + ["f_" + n for n in builtins.BUILTINS]
@@ -288,16 +277,6 @@ def check_aggregates(program: Program) -> Iterator[Diagnostic]:
         if r.delete and any(isinstance(a, Aggregate) for a in r.head.args):
             yield Diagnostic("misused-aggregate", f"delete rule {r.name} cannot aggregate", r.head.span,
                              r.head.relation, "compute the aggregate in a helper rule, then delete with it")
-
-
-def _walk(term) -> Iterator:
-    yield term
-    if isinstance(term, Aggregate):
-        if term.arg is not None:
-            yield from _walk(term.arg)
-        return
-    for child in _children(term):
-        yield from _walk(child)
 
 
 def check_facts(program: Program) -> Iterator[Diagnostic]:
