@@ -94,17 +94,9 @@ def handwritten_tc(spark, edges: list):
     edge.count()
     t0 = time.perf_counter()
     total = edge.distinct().localCheckpoint()
-    delta = total
-    iterations = 0
-    while True:
-        iterations += 1
-        step = (delta.alias("d").join(edge.alias("e"), F.col("d.y") == F.col("e.x"))
-                .select(F.col("d.x").alias("x"), F.col("e.y").alias("y")).distinct())
-        delta = step.join(total, ["x", "y"], "left_anti").localCheckpoint()
-        if delta.count() == 0:
-            break
-        total = total.union(delta).localCheckpoint()
-    n = total.count()
+    n, iterations = _seminaive(total, lambda delta: (
+        delta.alias("d").join(edge.alias("e"), F.col("d.y") == F.col("e.x"))
+        .select(F.col("d.x").alias("x"), F.col("e.y").alias("y")).distinct()))
     return time.perf_counter() - t0, n, iterations
 
 
@@ -117,19 +109,24 @@ def handwritten_sg(spark, parents: list):
     a, b = par.alias("a"), par.alias("b")
     total = (a.join(b, F.col("a.p") == F.col("b.p")).where(F.col("a.c") != F.col("b.c"))
              .select(F.col("a.c").alias("x"), F.col("b.c").alias("y")).distinct().localCheckpoint())
-    delta = total
-    iterations = 0
+    n, iterations = _seminaive(total, lambda delta: (
+        par.alias("px").join(delta.alias("d"), F.col("px.p") == F.col("d.x"))
+        .join(par.alias("py"), F.col("py.p") == F.col("d.y"))
+        .select(F.col("px.c").alias("x"), F.col("py.c").alias("y")).distinct()))
+    return time.perf_counter() - t0, n, iterations
+
+
+def _seminaive(total, step) -> tuple:
+    """The loop a Spark user writes: new = step(delta) minus total, checkpointed, until empty.
+    Returns (tuples, iterations)."""
+    delta, iterations = total, 0
     while True:
         iterations += 1
-        step = (par.alias("px").join(delta.alias("d"), F.col("px.p") == F.col("d.x"))
-                .join(par.alias("py"), F.col("py.p") == F.col("d.y"))
-                .select(F.col("px.c").alias("x"), F.col("py.c").alias("y")).distinct())
-        delta = step.join(total, ["x", "y"], "left_anti").localCheckpoint()
+        delta = step(delta).join(total, ["x", "y"], "left_anti").localCheckpoint()
         if delta.count() == 0:
             break
         total = total.union(delta).localCheckpoint()
-    n = total.count()
-    return time.perf_counter() - t0, n, iterations
+    return total.count(), iterations
 
 
 def handwritten_sssp(spark, edges: list, source: int = 0):

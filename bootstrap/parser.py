@@ -393,6 +393,14 @@ def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
 
 
+def _location(at: list, what: str, report) -> int | None:
+    """The position of the `@` argument; a second `@` in one atom is reported."""
+    for _, span in at[1:]:
+        report("syntax", f"{what} has at most one location specifier '@'", span, "@",
+               "mark only the argument that holds the tuple's location")
+    return at[0][0] if at else None
+
+
 @v_args(meta=True)
 class _Builder(Transformer):
     def __init__(self, path: str):
@@ -514,13 +522,7 @@ class _Builder(Transformer):
         return Select(self._term(x), span)
 
     def _atom(self, call: _RawCall, what: str = "an atom") -> Atom:
-        location = None
-        if call.at:
-            location = call.at[0][0]
-            for _, span in call.at[1:]:
-                self._error("syntax", f"{what} has at most one location specifier '@'", span, "@",
-                            "mark only the argument that holds the tuple's location")
-        return Atom(call.name, call.args, location, span=call.span)
+        return Atom(call.name, call.args, _location(call.at, what, self._error), span=call.span)
 
     def lit_assign(self, meta, ch):
         var = ch[0]
@@ -775,12 +777,7 @@ class _Lowering:
         head = c.head
         if isinstance(head, NamedAtom):
             return self.resolve_atom(head)
-        location = None
-        if head.at:
-            location = head.at[0][0]
-            for _, span in head.at[1:]:
-                self.error("syntax", f"{what} has at most one location specifier '@'", span, "@",
-                           "mark only the argument that holds the tuple's location")
+        location = _location(head.at, what, self.error)
         if what != "a rule head":
             for a in head.args:
                 if isinstance(a, Aggregate):
