@@ -300,8 +300,19 @@ def _eval(t, env):
             return tuple(args[0]) + tuple(args[1])
         if name == "list":
             return tuple(args)
-        if name == "cat":
-            return "".join(str(a) for a in args)
+        if name == "cat":  # null in, null out, as in Spark
+            return None if any(a is None for a in args) else "".join(_text(a) for a in args)
+        if name == "to_string":
+            return None if args[0] is None else _text(args[0])
+        if name == "strlen":
+            return None if args[0] is None else len(args[0])
+        if name == "substr":
+            return None if args[0] is None else args[0][args[1]:args[1] + args[2]]
+        if name == "reprefix":
+            s, old, new = args
+            return s if s is None or not s.startswith(old) else new + s[len(old):]
+        if name == "if":
+            return args[1] if args[0] else args[2]
         if name == "id":
             return ":".join(_text(a) for a in args)
         if name == "abs":
