@@ -26,7 +26,7 @@ def check_program(program: Program) -> Program:
     """Raise EvitaError with every diagnostic, or return the program unchanged."""
     found = list(diagnose(program))
     if found:
-        raise EvitaError(found, source=program.text)
+        raise EvitaError(found, source=program.text, source_file=program.path or None)
     return program
 
 

@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="compile, then show what each stage added, removed and changed")
     c.add_argument("program")
     c.add_argument("--stage", help="only this stage")
+    c.add_argument("--dot", metavar="FILE", help="write the graph of the stage's explain view (magic_sets: the "
+                   "adorned rule/goal graph) as Graphviz DOT")
     c.set_defaults(func=cmd_explain)
 
     c = sub.add_parser("stages", parents=[common], help="the stage lattice and where each stage comes from")
@@ -335,7 +337,51 @@ def cmd_explain(args) -> int:
             _print_rule("+", new, "yellow")
         for text in d.added:
             _print_rule("+", text, "green")
+    graphs = _stage_graphs(args, program, comp, shown)
+    if args.dot:
+        if not graphs:
+            raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
+                            f"evita explain {args.program} --stage magic_sets --dot FILE)")
+        from .explain import to_dot
+
+        Path(args.dot).write_text("\n\n".join(to_dot(g) for g in graphs) + "\n")
+        out.print(f"wrote {args.dot}")
     return 0
+
+
+def _stage_graphs(args, program, comp, shown) -> list:
+    """The explain views of the shown stages, run over the catalog each stage read;
+    printed as tables when one stage is asked for, drawn with --dot."""
+    from .explain import explain_view, stage_graph
+    from .stage import find_stages
+
+    if not (args.stage or args.dot):
+        return []
+    stages = find_stages(args.stage_path)
+    spark = session(args)
+    graphs = []
+    for d in shown:
+        stage = stages.get(d.stage)
+        if stage is None or explain_view(stage) is None:
+            continue
+        g = stage_graph(spark, stage, comp.versions[d.version - 1].rows, program.name)
+        graphs.append(g)
+        _print_graph(g)
+    return graphs
+
+
+def _print_graph(g) -> None:
+    kinds = {i: kind for i, _, kind in g.nodes}
+    t = RichTable(title=f"{g.stage}: goals (relations the queries reach) and their binding patterns")
+    for col in ("goal", "treatment", "derived by", "called from"):
+        t.add_column(col)
+    for node_id, label, kind in g.nodes:
+        if kind in ("rule", "query"):
+            continue
+        by = ", ".join(g.label(b) for a, b, _ in g.edges if a == node_id)
+        called = ", ".join(f"{g.label(a)} @{lab}" for a, b, lab in g.edges if b == node_id and kinds.get(a) in ("rule", "query"))
+        t.add_row(_escape(label), kind, _escape(by), _escape(called))
+    out.print(t)
 
 
 def _print_rule(mark: str, text: str, color: str) -> None:

@@ -12,6 +12,7 @@ p.olg:2:10: error[unsafe-rule]: variable Z in the head is not bound
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .syntax import Span
 
@@ -52,13 +53,24 @@ def _line_of(source: str | None, line: int) -> str | None:
 class EvitaError(Exception):
     """One or more diagnostics. Raised before anything is written to the catalog."""
 
-    def __init__(self, diagnostics, source: str | None = None):
+    def __init__(self, diagnostics, source: str | None = None, source_file: str | None = None):
         self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
         self.source = source
+        self.source_file = source_file  # the file `source` is the text of, when known
         super().__init__(self.render())
 
     def render(self) -> str:
-        return "\n".join(d.render(self.source) for d in self.diagnostics)
+        return "\n".join(d.render(self._source_of(d)) for d in self.diagnostics)
+
+    def _source_of(self, d: Diagnostic) -> str | None:
+        # A program put together from several files (a stage and its explain view) has
+        # the text of one of them: the others are read back for their lines.
+        if self.source_file is None or d.span.file == self.source_file:
+            return self.source
+        try:
+            return Path(d.span.file).read_text()
+        except OSError:
+            return None
 
     @property
     def first(self) -> Diagnostic:

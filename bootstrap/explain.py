@@ -50,3 +50,78 @@ def diff_versions(versions: list, program_id: str) -> list:
             out.append(StageDiff(number, stage, added, removed, changed))
         before = now
     return out
+
+
+# ---------------------------------------------------------------- a stage's own picture
+
+@dataclass
+class StageGraph:
+    """What a stage's explain view derived: `explain::node(Id, Label, Kind)` and
+    `explain::edge(From, To, Label)` (for magic_sets, the adorned rule/goal graph)."""
+    stage: str
+    nodes: list  # (id, label, kind), sorted
+    edges: list  # (from, to, label), sorted
+
+    def label(self, node_id: str) -> str:
+        return next((label for i, label, _ in self.nodes if i == node_id), node_id)
+
+
+def explain_view(stage):
+    """`explain/NAME.dl` beside a stage file: extra rules run with the stage's own when
+    explaining it (none for most stages)."""
+    view = stage.path.parent / "explain" / f"{stage.name}.dl"
+    return view if view.is_file() else None
+
+
+def stage_graph(spark, stage, rows, program_id: str):
+    """Run `stage` with its explain view over `rows` (the catalog the stage read) and
+    return the graph its view derives, or None when the stage has no view."""
+    from dataclasses import replace
+
+    from .checks import check_program
+    from .parser import parse_file
+    from .stage import evaluate
+
+    view = explain_view(stage)
+    if view is None:
+        return None
+    extra = parse_file(view)
+    program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
+    ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"], origin=f"{stage.name} (explain)")
+    return StageGraph(stage.name, sorted(ev.tuples["explain::node"]), sorted(ev.tuples["explain::edge"]))
+
+
+# Graphviz styles by node kind; unknown kinds get the default ellipse.
+DOT_STYLE = {
+    "rule": 'shape=box, style="rounded"',
+    "query": 'shape=diamond',
+    "rewritten": 'style=filled, fillcolor="#c8e6c9"',
+    "kept": 'style=filled, fillcolor="#e0e0e0"',
+    "base": 'shape=cylinder',
+    "free": '',
+}
+
+
+def to_dot(graph: StageGraph) -> str:
+    """Graphviz DOT text of a stage graph (`dot -Tsvg`).
+
+    >>> g = StageGraph("magic_sets", [("p", "p^bf", "rewritten"), ("p:r1", "r1", "rule")], [("p", "p:r1", "")])
+    >>> print(to_dot(g))
+    digraph "magic_sets" {
+      rankdir=LR;
+      "p" [label="p^bf", style=filled, fillcolor="#c8e6c9"];
+      "p:r1" [label="r1", shape=box, style="rounded"];
+      "p" -> "p:r1";
+    }
+    """
+    def q(s) -> str:
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"digraph {q(graph.stage)} {{", "  rankdir=LR;"]
+    for node_id, label, kind in graph.nodes:
+        style = DOT_STYLE.get(kind, "")
+        lines.append(f"  {q(node_id)} [label={q(label)}{', ' + style if style else ''}];")
+    for a, b, label in graph.edges:
+        lines.append(f"  {q(a)} -> {q(b)}{f' [label={q(label)}]' if label else ''};")
+    lines.append("}")
+    return "\n".join(lines)
