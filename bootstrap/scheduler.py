@@ -4,6 +4,10 @@ The decision is Datalog (`stage_lattice.dl`): this module only states what it kn
 facts (completed, disabled, chosen), reads back `next`, runs that stage, checks the
 catalog's integrity (`catalog/integrity.dl`, Datalog too) and keeps every version.
 A failing stage leaves the catalog at the version before it.
+
+Spark charges per action, so the lattice's question "what next, once this stage has
+completed?" is evaluated by the stage's own action: its answer depends on which stages
+completed, not on what they derived. Only the first question is asked on its own.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ class Version:
     rows: CatalogRows
     seconds: float = 0.0
     actions: int = 0
+    next_stage: Optional[str] = None  # the lattice's answer once this stage completed, if asked with it
+    timing: dict = field(default_factory=dict)  # stage: (driver s, action s); integrity: s
 
 
 @dataclass
@@ -68,6 +74,18 @@ class Lattice:
         return [s for (s,) in self.facts("stage")]
 
     def next(self, spark, program_id: str, completed, disabled, chosen: dict) -> Optional[str]:
+        out = evaluate(spark, self.question(completed, disabled, chosen), CatalogRows(), program_id, ["next"],
+                       origin="stage_lattice")
+        self.actions = out.actions
+        return self.answer(out.tuples["next"])
+
+    @staticmethod
+    def answer(tuples) -> Optional[str]:
+        rows = sorted(tuples)
+        return rows[0][0] if rows and rows[0][0] is not None else None
+
+    def question(self, completed, disabled, chosen: dict) -> S.Program:
+        """The lattice program with what is known about one compile as facts."""
         facts = [("completed", s) for s in completed] + [("disabled", s) for s in disabled]
         facts += [("chosen", g, s) for g, s in sorted(chosen.items())]
         extra = tuple(S.Fact(S.Atom(rel, tuple(S.Const(v, S.STRING) for v in vals))) for rel, *vals in facts)
@@ -75,11 +93,7 @@ class Lattice:
         decls = tuple(S.Declaration(n, tuple(S.Column(f"c{i}", "symbol") for i in range(k)))
                       for n, k in (("completed", 1), ("disabled", 1), ("chosen", 2), ("alternative", 2),
                                    ("default", 2)))
-        prog = replace(self.program, statements=decls + self.program.statements + extra)
-        out = evaluate(spark, prog, CatalogRows(), program_id, ["next"], origin="stage_lattice")
-        rows = sorted(out.tuples["next"])
-        self.actions = out.actions
-        return rows[0][0] if rows and rows[0][0] is not None else None
+        return replace(self.program, statements=decls + self.program.statements + extra)
 
 
 def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
@@ -98,41 +112,47 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         disabled |= known - set(only) - set(BOOTSTRAP_STAGES)
     comp = Compilation(program_id, [Version(0, "parse", rows)])
     completed = ["parse"]
-    while True:
-        t = time.perf_counter()
-        name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {})
-        comp.lattice_seconds += time.perf_counter() - t
-        comp.lattice_actions += lattice.actions
-        if name is None or name == "planner":
-            break
+    t = time.perf_counter()
+    name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {})
+    comp.lattice_seconds += time.perf_counter() - t
+    comp.lattice_actions += lattice.actions
+    while name is not None and name != "planner":
         if name in completed:
             raise StageFailure(name, "the lattice chose a stage that already ran (a cycle in precedes/2?)")
         stage = stages.get(name)
         if stage is None:
             raise StageFailure(name, f"stage_lattice.dl names stage {name}, but no stages/{name}.dl exists",
                                detail="add the file, or pass its directory with --stage-path")
+        question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
-            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations))
+            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations, question))
         except StageFailure as e:
             e.versions = comp.versions  # the catalog stays at the last good version
             raise
         completed.append(name)
+        name = comp.versions[-1].next_stage
     return comp
 
 
-def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int) -> Version:
+def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int,
+            question: Optional[S.Program] = None) -> Version:
+    """Run a stage and check the catalog it leaves; if given the lattice's `question`
+    (`Lattice.question`), ask it in the stage's Spark action (`Version.next_stage`)."""
     from .stage import run_stage
 
     started = time.perf_counter()
-    out = run_stage(spark, stage, before.rows, program_id, max_iterations=max_iterations)
+    out = run_stage(spark, stage, before.rows, program_id, max_iterations=max_iterations, lattice=question)
     rows = mark_stage(apply(before.rows, out), program_id, stage.name)
+    checking = time.perf_counter()
     violations = check_integrity(spark, rows, program_id)
     if violations:
         shown = "\n".join(f"  {check}: {what}" for check, what in violations[:20])
         raise StageFailure(stage.name, f"the catalog it produced breaks {len(violations)} integrity check(s)",
                            detail=shown)
-    return Version(before.number + 1, stage.name, rows, time.perf_counter() - started,
-                   out.actions + check_integrity.actions)
+    done = time.perf_counter()
+    following = Lattice.answer(out.next) if question is not None else None
+    return Version(before.number + 1, stage.name, rows, done - started, out.actions + check_integrity.actions,
+                   following, {"stage": out.split, "integrity": done - checking})
 
 
 def mark_stage(rows: CatalogRows, program_id: str, stage: str) -> CatalogRows:
@@ -143,13 +163,18 @@ def mark_stage(rows: CatalogRows, program_id: str, stage: str) -> CatalogRows:
     return rows
 
 
-def check_integrity(spark, rows: CatalogRows, program_id: str) -> list:
-    """(check, offending id) for every violated invariant of `catalog/integrity.dl`."""
+def integrity_program() -> S.Program:
+    """`catalog/integrity.dl`, parsed once."""
     from .checks import check_program
     from .parser import parse_file
 
-    if not hasattr(check_integrity, "program"):
-        check_integrity.program = check_program(parse_file(package_root() / "catalog" / "integrity.dl"))
-    out = evaluate(spark, check_integrity.program, rows, program_id, ["violation"], origin="integrity")
+    if not hasattr(integrity_program, "program"):
+        integrity_program.program = check_program(parse_file(package_root() / "catalog" / "integrity.dl"))
+    return integrity_program.program
+
+
+def check_integrity(spark, rows: CatalogRows, program_id: str) -> list:
+    """(check, offending id) for every violated invariant of `catalog/integrity.dl`."""
+    out = evaluate(spark, integrity_program(), rows, program_id, ["violation"], origin="integrity")
     check_integrity.actions = out.actions
     return sorted(out.tuples["violation"])

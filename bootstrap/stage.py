@@ -77,6 +77,8 @@ class StageOutput:
     actions: int = 0
     seconds: float = 0.0
     stats: list = field(default_factory=list)
+    next: Optional[set] = None  # the lattice's next/1 tuples, when asked in the same action
+    split: tuple = ()  # (seconds building the programs on the driver, seconds of the action)
 
 
 class StageFailure(Exception):
@@ -124,22 +126,50 @@ def tables_read(program: S.Program) -> set:
             if isinstance(lit, S.Atom) and lit.relation.startswith(SYS)}
 
 
-def snapshot_frames(spark, rows: CatalogRows, tables) -> dict:
-    """`sys::T` -> DataFrame of the snapshot, built from driver rows (no Spark job).
+def snapshots(rows: CatalogRows, tables) -> dict:
+    """`sys::T` -> the snapshot of T, for the engine (`SqlInput`: no Spark call yet)."""
+    from evita.runtime import engine
 
-    One partition each: joins and aggregates over single-partition inputs need no
-    shuffle, which halves the Spark stages of a stage run (46 -> 25 for delta)."""
-    return {SYS + t: spark.createDataFrame(rows.get(t, []), schema.spark_struct(t)).coalesce(1)
+    return {SYS + t: engine.SqlInput(snapshot_query(rows.get(t, []), t), len(schema.table(t).columns))
             for t in sorted(tables)}
 
 
+def snapshot_query(rows: list, table: str):
+    """The snapshot of one catalog table as a query with columns c0, c1, ... (no Spark
+    call). The rows travel as one JSON text parsed by Spark (`from_json`), in the
+    statement itself: a DataFrame made from Python tuples would be read back through
+    a Python worker by every task that scans it (~0.3 s a table here)."""
+    import json
+
+    from sqlglot import exp
+
+    from evita.runtime.sql import fn
+
+    struct = schema.spark_struct(table)
+    names = [f"c{i}" for i in range(len(struct.fields))]
+    ddl = ",".join(f"{n}:{f.dataType.simpleString()}" for n, f in zip(names, struct.fields))
+    text = json.dumps([dict(zip(names, r)) for r in rows])
+    rows_type = exp.Literal.string(f"array<struct<{ddl}>>")
+    return exp.select(fn("inline", fn("from_json", exp.Literal.string(text), rows_type)))
+
+
 # Catalog programs read a few hundred rows: every Spark job, stage and code generation
-# costs more than the data. One partition, no adaptive re-planning (it starts a job per
-# exchange), no broadcasts (a job each) and no whole-stage code generation: measured on
-# the delta stage, 55 jobs and ~20 s became 1 job and ~6 s on a loaded machine
-# (~3.5 s on a quiet one with single-partition inputs, see snapshot_frames).
+# costs more than the data, so the engine keeps them in one partition (`one_partition`,
+# one Spark stage per action) and these settings keep Spark from adding work back:
+# no adaptive re-planning (a job per exchange), no broadcasts (a job each), no code
+# generation, whole-stage or per expression (compiling costs more than interpreting a
+# few hundred rows). Spark lets single-partition inputs meet a join's distribution only
+# when it estimates them below maxSinglePartitionBytes, so unknown sizes count as one
+# byte and the limit is lifted. Three optimizer rules would undo the one-partition
+# plans: two move anti joins below a coalesce, one turns the left joins written for
+# inner joins back into inner joins (`sql.rule_select`).
 CATALOG_SIZED = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
-                 "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.codegen.wholeStage": "false"}
+                 "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.codegen.wholeStage": "false",
+                 "spark.sql.maxSinglePartitionBytes": str(2 ** 63 - 1), "spark.sql.defaultSizeInBytes": "1",
+                 "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                 "spark.sql.optimizer.excludedRules": ",".join(
+                     "org.apache.spark.sql.catalyst.optimizer." + r
+                     for r in ("PushDownLeftSemiAntiJoin", "PushLeftSemiLeftAntiThroughJoin", "EliminateOuterJoin"))}
 
 
 @contextmanager
@@ -168,41 +198,75 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
     and read back the `wanted` relations (names, or prefixes ending in '::') in one action."""
     from evita.runtime import engine
 
-    from .planner import plan
-
     started = time.perf_counter()
-    read = tables_read(program)
-    prog = stage_program(program, program_id, read)
-    try:
-        with catalog_sized(spark):
-            dataflow = plan(prog)
-            result = engine.run(dataflow, spark, snapshot_frames(spark, rows, read), max_iterations=max_iterations,
-                                local=False)
-            names = [n for n in dataflow.relations
-                     if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
-            derived = result.tuples(names)
-    except EvitaError as e:
-        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+    with catalog_sized(spark):
+        scope = engine.SqlScope(spark)
+        result, names = launch(spark, scope, program, snapshots(rows, tables_read(program)), program_id, wanted,
+                               origin=origin, max_iterations=max_iterations)
+        derived = scope.collect([(n, result.table(n)) for n in names], one_partition=True)
+        result.release()
     for w in wanted:
         if not w.endswith("::"):
             derived.setdefault(w, set())
     return Evaluation(derived, result.actions + 1, time.perf_counter() - started, result.stats)
 
 
-def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *,
-              max_iterations: int = 1000) -> StageOutput:
+def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, wanted, *, origin: str,
+           max_iterations: int = 1000):
+    """Plan a catalog program and build its relations over `inputs` (`sys::T` ->
+    DataFrame or `engine.SqlInput`) in `scope`, without an action unless it recurses.
+    Returns the engine's result and the names of the `wanted` relations."""
+    from evita.runtime import engine
+
+    from .planner import plan
+
+    prog = stage_program(program, program_id, tables_read(program))
+    try:
+        dataflow = plan(prog)
+        result = engine.run(dataflow, spark, inputs, max_iterations=max_iterations, local=False,
+                            one_partition=True, scope=scope)
+    except EvitaError as e:
+        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+    names = [n for n in dataflow.relations if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
+    return result, names
+
+
+def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, max_iterations: int = 1000,
+              lattice: Optional[S.Program] = None) -> StageOutput:
     """Run one stage over `rows` (the program's current catalog) and return its
-    insertions and deletion patterns. Raises StageFailure."""
-    ev = evaluate(spark, stage.program, rows, program_id, [INSERT, REMOVE], origin=stage.name,
-                  max_iterations=max_iterations)
+    insertions and deletion patterns. Raises StageFailure.
+
+    `lattice`: the lattice program asking which stage comes after this one
+    (`scheduler.Lattice.question`), evaluated by the same Spark action; its `next`
+    tuples come back in `StageOutput.next`. Its answer depends on which stages ran, not
+    on what they derived, so it need not wait for the stage."""
+    from evita.runtime import engine
+
+    started = time.perf_counter()
+    with catalog_sized(spark):
+        scope = engine.SqlScope(spark)
+        result, names = launch(spark, scope, stage.program, snapshots(rows, tables_read(stage.program)), program_id,
+                               [INSERT, REMOVE], origin=stage.name, max_iterations=max_iterations)
+        items = [(n, result.table(n)) for n in names]
+        runs = [result]
+        if lattice is not None:
+            order, _ = launch(spark, scope, lattice, {}, program_id, ["next"], origin="stage_lattice")
+            items.append(("next", order.table("next")))
+            runs.append(order)
+        built = time.perf_counter()
+        got = scope.collect(items, one_partition=True)
+        for r in runs:
+            r.release()
+    done = time.perf_counter()
     inserts, deletes = CatalogRows(), {}
-    for name, tuples in ev.tuples.items():
+    for name in names:
         table = name.split("::", 1)[1]
         if name.startswith(INSERT):
-            inserts[table] = sorted(tuples, key=_key)
+            inserts[table] = sorted(got[name], key=_key)
         else:
-            deletes[table] = sorted(tuples, key=_key)
-    return StageOutput(inserts, deletes, ev.actions, ev.seconds, ev.stats)
+            deletes[table] = sorted(got[name], key=_key)
+    return StageOutput(inserts, deletes, sum(r.actions for r in runs) + 1, done - started, result.stats,
+                       got.get("next"), (built - started, done - built))
 
 
 def _key(row: tuple):

@@ -17,12 +17,19 @@ Per relation, what "new" means:
 
 Decomposable strata (`Stratum.local`) are handed to `runtime.local`, which runs each
 partition's fixpoint inside one task.
+
+Catalog-sized runs (`one_partition=True`: stages, integrity checks, the lattice) keep every
+relation in one partition, so that an action is one Spark stage of one task, and, when no
+relation can hold a list, build relations as SQL text: common table expressions of a
+`SqlScope`, sent to Spark as one statement per action instead of one DataFrame (a round
+trip to the JVM and an analysis) per relation.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import itertools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Optional
@@ -31,7 +38,7 @@ from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.planner import DELETION_SUFFIX
 from .dataflow import Dataflow, Storage, Stratum
-from .sql import DIALECT, rule_select
+from .sql import DIALECT, coalesced, rule_select
 
 DEFAULT_MAX_ITERATIONS = 1000
 COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans stay short
@@ -50,9 +57,19 @@ class IterationStats:
 @dataclass
 class Result:
     dataflow: Dataflow
-    relations: dict  # relation -> DataFrame with the relation's column names
+    relations: Mapping  # relation -> DataFrame with the relation's column names
     stats: list = field(default_factory=list)
     seconds: float = 0.0
+    cached: list = field(default_factory=list)  # DataFrames the run cached
+    engine: Optional["_Engine"] = field(default=None, repr=False)
+
+    def release(self):
+        """Drop the run's caches (a catalog evaluation does, once it has its tuples:
+        Spark keeps every cached plan until then, and each later query's analysis
+        looks through all of them)."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached = []
 
     @property
     def actions(self) -> int:
@@ -61,29 +78,20 @@ class Result:
     def __getitem__(self, name):
         return self.relations[name]
 
+    def table(self, name: str) -> str:
+        """A name Spark SQL can read the relation by (columns c0, c1, ...): a view, or a
+        common table expression of the run's `SqlScope`."""
+        return self.engine.view(self.engine.full[name])
+
     def rows(self, name: str) -> list:
         """The relation's tuples, sorted, arrays as tuples (one more action)."""
         return sorted((_plain(tuple(r)) for r in self.relations[name].collect()), key=_sort_key)
 
     def tuples(self, names=None) -> dict:
         """relation -> set of tuples for several relations with a single Spark action."""
-        import json
-
-        from pyspark.sql import functions as F
-
         names = list(self.relations) if names is None else list(names)
-        if not names:
-            return {}
-        parts = []
-        for i, n in enumerate(names):
-            df = self.relations[n]
-            df = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
-            parts.append(df.select(F.lit(i).alias("r"), F.to_json(F.array(F.struct("*")),
-                                                                  {"ignoreNullFields": "false"}).alias("t")))
-        out = {n: set() for n in names}
-        for row in reduce(lambda a, b: a.union(b), parts).collect():
-            out[names[row["r"]]].add(_plain(tuple(json.loads(row["t"])[0].values())))
-        return out
+        got = self.engine.scope.collect([(n, self.table(n)) for n in names], self.engine.one_partition)
+        return {n: got[n] for n in names}
 
     def stats_text(self) -> str:
         lines = ["stratum  iteration  mode   actions  seconds  deltas"]
@@ -107,18 +115,105 @@ def _sort_key(row):
                  else ("0num", x) for x in row)
 
 
+@dataclass(frozen=True)
+class SqlInput:
+    """An input relation given as a query (a sqlglot tree) with columns c0..c{arity-1}
+    and no lists, for `one_partition` runs: it becomes a common table expression, not
+    a DataFrame."""
+    query: object
+    arity: int
+
+
+class SqlScope:
+    """Common table expressions shared by the engine runs of one evaluation.
+
+    A relation built as SQL text is a named CTE here (its SQL rendered once); every
+    statement sent to Spark is prefixed with the CTEs it reads, transitively, so a
+    relation costs no round trip to the JVM until an action reads it. Runs that share
+    a scope can read each other's relations (`Result.table`) and be collected by one
+    action (`collect`)."""
+
+    _names = itertools.count()
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.ctes: dict = {}  # name -> (SQL text, names of the CTEs it reads, transitively)
+
+    def define(self, tree) -> str:
+        name = f"evita_q{next(self._names)}"
+        self.ctes[name] = (tree.sql(DIALECT), self._reads(tree))
+        return name
+
+    def _reads(self, tree) -> frozenset:
+        from sqlglot import exp
+
+        direct = {t.name for t in tree.find_all(exp.Table) if t.name in self.ctes}
+        return frozenset(direct.union(*[self.ctes[d][1] for d in direct]))
+
+    def text(self, tree) -> str:
+        """`tree` as one statement, with the CTEs it reads (in the order defined)."""
+        reads = self._reads(tree)
+        body = tree.sql(DIALECT)
+        if not reads:
+            return body
+        order = sorted(reads, key=lambda n: int(n[len("evita_q"):]))
+        return "WITH " + ", ".join(f"{n} AS ({self.ctes[n][0]})" for n in order) + " " + body
+
+    def frame(self, tree):
+        return self.spark.sql(self.text(tree))
+
+    def collect(self, items: list, one_partition: bool = False) -> dict:
+        """key -> set of tuples, for (key, table name) pairs, in one Spark action.
+        Each tuple travels as JSON (nulls kept), so any column types mix in one union."""
+        import json
+
+        from sqlglot import exp
+
+        from .sql import coalesced
+
+        if not items:
+            return {}
+        rows_as_json = "to_json(array(struct(*)), map('ignoreNullFields', 'false'))"
+        parts = [exp.select(exp.alias_(exp.Literal.number(i), "r"),
+                            exp.alias_(exp.maybe_parse(rows_as_json, dialect=DIALECT), "t")).from_(table)
+                 for i, (_, table) in enumerate(items)]
+        union = reduce(lambda a, b: exp.union(a, b, distinct=False), parts)
+        out = {key: set() for key, _ in items}
+        for row in self.frame(coalesced(union) if one_partition else union).collect():
+            out[items[row["r"]][0]].add(_plain(tuple(json.loads(row["t"])[0].values())))
+        return out
+
+
+@dataclass(eq=False)
+class _Cte:
+    """A relation held as a CTE of the engine's scope; `frame` once it was needed as a
+    DataFrame."""
+    name: str
+    frame: object = None
+
+
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
 SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
-        max_iterations: int = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto") -> Result:
+        max_iterations: int = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
+        one_partition: bool = False, scope: Optional[SqlScope] = None) -> Result:
     """Evaluate `dataflow`. `inputs` maps relation names to DataFrames (columns by
     position). `local=False` forces the SQL loop even for decomposable strata.
 
     `tuning`: "small" turns off adaptive execution and uses one shuffle partition (a
     tiny job then costs a fraction of the default), "large" keeps the session's
-    settings, "auto" picks "small" when the inputs' estimated size is small."""
+    settings, "auto" picks "small" when the inputs' estimated size is small.
+
+    `one_partition`: every relation is read as one partition and every join, union and
+    aggregate keeps it so (coalesce, never shuffle), so an action runs as a single Spark
+    stage of one task. For catalog-sized data, where each Spark stage costs far more
+    than its rows; needs `spark.sql.maxSinglePartitionBytes` high enough (see
+    `bootstrap.stage.CATALOG_SIZED`). Inputs may then be `SqlInput`s too, and when
+    no relation can hold a list, relations are built as SQL text: common table
+    expressions of `scope` (a new one if not given), which later runs sharing the
+    scope can read (`Result.table`) and collect in the same action (`SqlScope.collect`)."""
     inputs = inputs or {}
     if tuning == "auto":
         tuning = "small" if _estimated_bytes(dataflow, inputs) < SMALL_BYTES else "large"
@@ -128,7 +223,7 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
             saved[k] = spark.conf.get(k, None)
             spark.conf.set(k, v)
     try:
-        return _Engine(dataflow, spark, inputs, max_iterations, local).run()
+        return _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope).run()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -150,13 +245,18 @@ def _estimated_bytes(dataflow: Dataflow, inputs: dict) -> int:
 class _Engine:
     _views = itertools.count()
 
-    def __init__(self, dataflow: Dataflow, spark, inputs: dict, max_iterations: int, local: bool):
+    def __init__(self, dataflow: Dataflow, spark, inputs: dict, max_iterations: int, local: bool,
+                 one_partition: bool = False, scope: Optional[SqlScope] = None):
         self.df = dataflow
         self.spark = spark
         self.inputs = inputs
         self.max_iterations = max_iterations
         self.use_local = local
-        self.full: dict = {}
+        self.one_partition = one_partition
+        self.scope = scope if scope is not None else SqlScope(spark)
+        # SQL text needs no column types from Spark as long as no column can hold a list
+        self.sql_mode = one_partition and _list_free(dataflow, inputs)
+        self.full: dict = {}  # relation -> DataFrame, or _Cte in SQL mode
         self.delta: dict = {}
         self.views: dict = {}  # id(DataFrame) -> (DataFrame, view name)
         self.stats: list = []
@@ -182,12 +282,8 @@ class _Engine:
             self.apply_deletions()
         finally:
             self.views.clear()
-        out = {}
-        for name, s in self.df.relations.items():
-            if s.kind == "deletion":
-                continue
-            out[name] = self.full[name].toDF(*s.columns)
-        return Result(self.df, out, self.stats, time.perf_counter() - start)
+        out = _Named(self, {name: s.columns for name, s in self.df.relations.items() if s.kind != "deletion"})
+        return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self)
 
     def action(self, df) -> list:
         """Every action goes through here so the stats can count them."""
@@ -208,7 +304,7 @@ class _Engine:
     # ------------------------------------------------------------ base relations
 
     def load_base(self):
-        from .io import facts_frame, empty_frame
+        from .io import empty_frame
 
         facts: dict = {}
         for rel, values in self.df.facts:
@@ -222,44 +318,96 @@ class _Engine:
                     for r in rows:
                         last[tuple(r[k] for k in s.keys)] = r
                     rows = list(last.values())
-                parts.append(facts_frame(self.spark, rows, s))
+                parts.append(self.facts_part(rows, s))
             if name in self.inputs:
                 given = self.inputs[name]
-                if len(given.columns) != s.arity:
-                    raise EvitaError([Diagnostic("arity", f"input for {name} has {len(given.columns)} columns, "
+                arity = given.arity if isinstance(given, SqlInput) else len(given.columns)
+                if arity != s.arity:
+                    raise EvitaError([Diagnostic("arity", f"input for {name} has {arity} columns, "
                                                  f"the program uses {s.arity}", S.NOWHERE, name)])
-                parts.append(given.toDF(*[f"c{i}" for i in range(s.arity)]))
+                parts.append(self.input_part(given, s))
             if s.kind == "base":
+                if self.sql_mode:
+                    self.full[name] = self.combine(s, parts) if len(parts) > 1 or name in self.inputs else (
+                        parts[0] if parts else self.define(_empty_select(s)))
+                    continue
                 df = reduce(lambda a, b: a.union(b), parts) if parts else empty_frame(self.spark, s)
-                self.full[name] = df.distinct() if len(parts) > 1 or name in self.inputs else df
+                self.full[name] = self.single(df).distinct() if len(parts) > 1 or name in self.inputs else df
             else:
                 self.base_parts = getattr(self, "base_parts", {})
                 self.base_parts[name] = parts
 
+    def facts_part(self, rows: list, s: Storage):
+        from .io import VALUES_LIMIT, facts_frame, schema_for, values_select
+
+        if not self.sql_mode or len(rows) > VALUES_LIMIT or s.arity == 0:
+            return facts_frame(self.spark, rows, s)
+        from .io import _convert
+
+        schema = schema_for(s, list(zip(*rows)))
+        data = [tuple(_convert(v, f.dataType) for v, f in zip(r, schema.fields)) for r in rows]
+        return self.define(coalesced(values_select(data, schema)))
+
+    def input_part(self, given, s: Storage):
+        if isinstance(given, SqlInput):
+            return self.define(coalesced(given.query))
+        return given.toDF(*[f"c{i}" for i in range(s.arity)])
+
     def seeds(self, name: str) -> list:
         return getattr(self, "base_parts", {}).get(name, [])
 
-    # ------------------------------------------------------------ rules
+    # ------------------------------------------------------------ relations as DataFrames, views, CTEs
 
-    def view(self, df) -> str:
-        hit = self.views.get(id(df))
+    def view(self, rel) -> str:
+        """The name SQL reads a relation by: its CTE, or a temp view of its DataFrame."""
+        if isinstance(rel, _Cte):
+            return rel.name
+        hit = self.views.get(id(rel))
         if hit is not None:
             return hit[1]
         name = f"evita_v{next(self._views)}"
-        df.createOrReplaceTempView(name)
-        self.views[id(df)] = (df, name)
+        self.single(rel).createOrReplaceTempView(name)
+        self.views[id(rel)] = (rel, name)
         return name
 
     # Views are never dropped or replaced: dropping a temp view uncaches the DataFrame
     # behind it (and what was cached on top of it), so each view name is used once.
 
+    def frame(self, rel):
+        """The relation as a DataFrame (a CTE becomes one when first asked)."""
+        if not isinstance(rel, _Cte):
+            return rel
+        if rel.frame is None:
+            from sqlglot import exp
+
+            rel.frame = self.scope.frame(exp.select("*").from_(rel.name))
+        return rel.frame
+
+    def define(self, tree) -> _Cte:
+        return _Cte(self.scope.define(tree))
+
+    def materialize(self, rel):
+        """A CTE read by several rules becomes a leaf: a lazy local checkpoint, filled by
+        the action that first reads it. Spark analyzes and optimizes the relation once,
+        here, instead of once per reader (deep programs would otherwise grow plans
+        exponentially, as in the recursive loop; see `rebase`)."""
+        if not isinstance(rel, _Cte):
+            return rel
+        return self.frame(rel).localCheckpoint(eager=False)
+
+    def single(self, df):
+        """`df` in one partition when the engine runs in one-partition mode."""
+        return df.coalesce(1) if self.one_partition else df
+
     def array_cols(self, relation: str) -> set:
         from pyspark.sql.types import ArrayType
 
-        df = self.full.get(relation)
-        if df is None:
+        rel = self.full.get(relation)
+        if rel is None or self.sql_mode:  # SQL mode: no column holds a list
             return set()
-        return {i for i, f in enumerate(df.schema.fields) if isinstance(f.dataType, ArrayType)}
+        return {i for i, f in enumerate(rel.schema.fields) if isinstance(f.dataType, ArrayType)}
+
+    # ------------------------------------------------------------ rules
 
     def candidates(self, name: str, rules) -> list:
         """One SELECT per rule deriving `name` (sqlglot trees; nothing runs yet)."""
@@ -270,35 +418,41 @@ class _Engine:
                 return self.view(self.delta[step.relation])
             return self.view(self.full[step.relation])
 
-        return [rule_select(r, view_of, self.array_cols, self.now) for r in rules if r.head == name]
+        return [rule_select(r, view_of, self.array_cols, self.now, one_partition=self.one_partition)
+                for r in rules if r.head == name]
 
     def union_select(self, selects: list, frames: list):
-        """UNION ALL of rule SELECTs and of already built frames (facts, inputs)."""
+        """UNION ALL of rule SELECTs and of already built relations (facts, inputs)."""
         from sqlglot import exp
 
         parts = selects + [exp.select("*").from_(self.view(f)) for f in frames]
+        # In one-partition mode every part is one partition, and so is their union.
         return reduce(lambda a, b: exp.union(a, b, distinct=False), parts)
 
     def sql_frame(self, tree):
-        return self.spark.sql(tree.sql(DIALECT))
+        return self.scope.frame(tree)
 
     # ------------------------------------------------------------ per-relation semantics
 
     def combine(self, s: Storage, frames: list, selects: list = ()):
-        """Rule outputs -> the relation's tuples (set, grouped, or one per key)."""
-        from sqlglot import exp
-
+        """Rule outputs -> the relation's tuples (set, grouped, or one per key); a CTE
+        in SQL mode, else a DataFrame."""
         from .io import empty_frame
 
         selects = list(selects)
         if not frames and not selects:
-            return empty_frame(self.spark, s)
+            return self.define(_empty_select(s)) if self.sql_mode else empty_frame(self.spark, s)
         union = self.union_select(selects, frames)
+        if self.sql_mode:
+            if s.aggregates:
+                return self.define(_grouped_select(union, s))
+            if s.keys is not None:
+                return self.define(_keyed_select(union, s))
+            return self.define(_distinct_select(union))
         if s.aggregates or s.keys is not None:
             df = self.sql_frame(union)
             return self.group(df, s) if s.aggregates else self.one_per_key(df, s)
-        return self.sql_frame(exp.select("*").from_(exp.Subquery(this=union, alias=exp.TableAlias(
-            this=exp.to_identifier("u")))).distinct())
+        return self.sql_frame(_distinct_select(union))
 
     def group(self, df, s: Storage):
         from pyspark.sql import functions as F
@@ -313,7 +467,7 @@ class _Engine:
                  "list": F.array_sort(F.collect_list(c))}[func]
             exprs.append(e.alias(f"c{i}"))
         # no group columns: group on a constant, so that no valuations give no tuple
-        grouped = df.groupBy(*(groups or [F.lit(0).alias("_g")])).agg(*exprs)
+        grouped = self.single(df).groupBy(*(groups or [F.lit(0).alias("_g")])).agg(*exprs)
         return grouped.select(*[f"c{i}" for i in range(s.arity)])
 
     def one_per_key(self, df, s: Storage):
@@ -321,7 +475,7 @@ class _Engine:
 
         keys = [f"c{i}" for i in s.keys]
         rest = [f"c{i}" for i in range(s.arity) if i not in s.keys]
-        best = df.groupBy(*keys).agg(F.max(F.struct(*rest)).alias("_best"))
+        best = self.single(df).groupBy(*keys).agg(F.max(F.struct(*rest)).alias("_best"))
         return best.select(*[F.col(f"c{i}") if i in s.keys else F.col(f"_best.c{i}").alias(f"c{i}")
                              for i in range(s.arity)])
 
@@ -332,8 +486,11 @@ class _Engine:
         t0 = time.perf_counter()
         for name in st.relations:
             s = self.df.relations[name]
-            df = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
-            self.full[name] = self.keep(df) if s.cached else df
+            rel = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
+            if self.sql_mode:
+                self.full[name] = self.materialize(rel) if s.cached else rel
+            else:
+                self.full[name] = self.keep(rel) if s.cached else rel
         self.stats.append(IterationStats(st.index, 0, 0, {}, time.perf_counter() - t0))
 
     def keep(self, df):
@@ -362,12 +519,19 @@ class _Engine:
         self._stratum = st
         t0 = time.perf_counter()
         before = self._actions
+        if self.sql_mode:  # the loop reads lower relations every iteration: once, as leaves
+            for r in st.init_rules + st.delta_rules:
+                for step in r.steps:
+                    if step.relation and step.relation not in st.relations:
+                        self.full[step.relation] = self.materialize(self.full[step.relation])
         for name in st.relations:
             s = self.df.relations[name]
-            df = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
+            df = self.frame(self.combine(s, self.seeds(name), self.candidates(name, st.init_rules)))
             self.full[name] = self.delta[name] = self.keep(df)
         looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         sizes = self.count_deltas(list(st.relations))
+        if not self.sql_mode:
+            self.retype_empty_starts(st, sizes)
         for name in looping:
             self.full[name] = self.delta[name] = self.rebase(self.full[name])
         self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
@@ -400,6 +564,36 @@ class _Engine:
             self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
                                              time.perf_counter() - t0))
 
+    def retype_empty_starts(self, st: Stratum, sizes: dict) -> None:
+        """A relation of a recursive stratum that starts empty has untyped (string)
+        columns, so a rule reading a list from it would not even analyze (the magic-sets
+        rewrite of Fig 4.1 carries path lists through sup relations). Ask Spark for the
+        schemas the stratum's rules give (analysis only, no job) and retype the empty
+        starts to match, until nothing changes."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import ArrayType
+        from pyspark.errors import AnalysisException
+
+        empty = [n for n in st.relations if not sizes.get(n)]
+        for _ in range(len(empty)):
+            changed = False
+            for name in empty:
+                current = self.full[name].schema.fields
+                for select in self.candidates(name, st.delta_rules):
+                    try:
+                        fields = self.sql_frame(select).schema.fields
+                    except AnalysisException:
+                        continue  # reads another empty start: typed in a later round
+                    if any(isinstance(f.dataType, ArrayType) and not isinstance(c.dataType, ArrayType)
+                           for f, c in zip(fields, current)):
+                        typed = self.spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(c.name)
+                                                             for f, c in zip(fields, current)])
+                        self.full[name] = self.delta[name] = typed
+                        changed = True
+                        break
+            if not changed:
+                return
+
     def rebase(self, df):
         """The same tuples under a one-node logical plan. Each delta is computed from the
         previous ones, so without this the plans (and the time Spark spends analyzing
@@ -423,22 +617,22 @@ class _Engine:
         if not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
             return self.sql_frame(exp.except_(self.union_select(cand, []),
                                               exp.select("*").from_(self.view(full)), distinct=True))
-        new = self.combine(s, [], cand)
+        new = self.frame(self.combine(s, [], cand))
         if s.aggregates:  # PreM: a new group, or a better value for an old one
             a = s.aggregates[0]
-            old = _renamed(full, "o")
+            old = _renamed(self.single(full), "o")
             g = s.group_columns
             cond = _match(new, old, g, "o")
             joined = new.join(old, cond, "left")
             c, o = F.col(f"c{a.column}"), F.col(f"o{a.column}")
             better = (c < o) if a.func == "min" else (c > o)
             return joined.where(o.isNull() | better).select(*[f"c{i}" for i in range(s.arity)])
-        return new.subtract(full)  # keyed: only tuples that changed
+        return self.single(new).subtract(self.single(full))  # keyed: only tuples that changed
 
     def replace(self, s: Storage, full, delta):
         """Tuples of `delta` replace those of `full` in the same group (or with the same key)."""
         key = s.group_columns if s.aggregates else s.keys
-        return _anti(full, delta, key).union(delta)
+        return _anti(self.single(full), self.single(delta), key).union(delta)
 
     def no_fixpoint(self, st: Stratum, sizes: dict):
         growing = [n for n, v in sizes.items() if v]
@@ -461,7 +655,132 @@ class _Engine:
             target = name[: -len(DELETION_SUFFIX)]
             ts = self.df.relations[target]
             key = ts.keys if ts.keys is not None else range(ts.arity)
-            self.full[target] = self.keep(_anti(self.full[target], self.full[name], key))
+            self.full[target] = self.keep(_anti(self.single(self.frame(self.full[target])),
+                                                self.single(self.frame(self.full[name])), key))
+
+
+# ---------------------------------------------------------------- relations as SQL (SQL mode)
+
+def _subquery(union, alias: str = "u"):
+    from sqlglot import exp
+
+    return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def _distinct_select(union):
+    from sqlglot import exp
+
+    return exp.select("*").from_(_subquery(union)).distinct()
+
+
+_SQL_AGGREGATES = {"count": "count({})", "sum": "sum({})", "min": "min({})", "max": "max({})", "avg": "avg({})",
+                   "set": "array_sort(array_distinct(collect_list({})))", "list": "array_sort(collect_list({}))"}
+
+
+def _grouped_select(union, s: Storage):
+    """`Engine.group` in SQL: group on the other columns; with none, on a constant, so
+    that no valuations give no tuple."""
+    from sqlglot import exp
+
+    aggs = {a.column: a.func for a in s.aggregates}
+    cols = [exp.alias_(exp.maybe_parse(_SQL_AGGREGATES[aggs[i]].format(f"c{i}"), dialect=DIALECT), f"c{i}")
+            if i in aggs else exp.column(f"c{i}") for i in range(s.arity)]
+    groups = [exp.column(f"c{i}") for i in s.group_columns]
+    source = _subquery(union)
+    if not groups:
+        source = _subquery(exp.select("*", exp.alias_(exp.Literal.number(0), "_g")).from_(source), "g")
+        groups = [exp.column("_g")]
+    return exp.select(*cols).from_(source).group_by(*groups)
+
+
+def _keyed_select(union, s: Storage):
+    """`Engine.one_per_key` in SQL: per key the greatest of the other columns."""
+    from sqlglot import exp
+
+    rest = [f"c{i}" for i in range(s.arity) if i not in s.keys]
+    best = exp.select(*[exp.column(f"c{i}") for i in s.keys],
+                      exp.alias_(exp.maybe_parse(f"max(struct({', '.join(rest)}))", dialect=DIALECT), "_best")
+                      ).from_(_subquery(union)).group_by(*[exp.column(f"c{i}") for i in s.keys])
+    return exp.select(*[exp.column(f"c{i}") if i in s.keys else
+                        exp.alias_(exp.maybe_parse(f"_best.c{i}", dialect=DIALECT), f"c{i}")
+                        for i in range(s.arity)]).from_(_subquery(best, "b"))
+
+
+def _empty_select(s: Storage):
+    """No rows, with the column types `io.empty_frame` gives."""
+    from sqlglot import exp
+
+    from .io import schema_for
+
+    cols = [exp.alias_(exp.Cast(this=exp.Null(), to=exp.DataType.build(f.dataType.simpleString(), dialect=DIALECT)),
+                       f"c{i}") for i, f in enumerate(schema_for(s).fields)]
+    return coalesced(exp.select(*cols).where(exp.false()))
+
+
+_LIST_FUNCTIONS = ("cons", "append", "concat", "list", "set", "union", "intersect", "remove")
+
+
+def _list_free(dataflow: Dataflow, inputs: dict) -> bool:
+    """No relation of the run can hold a list: no list facts, literals, list functions
+    or set/list aggregates, no array inputs, no declared type the runtime does not know."""
+    from pyspark.sql.types import ArrayType
+
+    from ..bootstrap import builtins as B
+    from .io import DECLARED
+
+    def term_ok(t) -> bool:
+        if isinstance(t, S.ListExpr) or (isinstance(t, S.Const) and isinstance(t.value, (list, tuple))):
+            return False
+        if isinstance(t, S.Call):
+            return B.canonical(t.func) not in _LIST_FUNCTIONS and all(term_ok(a) for a in t.args)
+        if isinstance(t, S.Aggregate):
+            return t.func not in ("set", "list") and (t.arg is None or term_ok(t.arg))
+        if isinstance(t, S.BinOp):
+            return term_ok(t.left) and term_ok(t.right)
+        if isinstance(t, S.UnOp):
+            return term_ok(t.arg)
+        if isinstance(t, S.Cond):
+            return term_ok(t.test) and term_ok(t.then) and term_ok(t.other)
+        return True
+
+    if any(isinstance(v, (list, tuple)) for _, values in dataflow.facts for v in values):
+        return False
+    for s in dataflow.relations.values():
+        if any(t != "any" and t not in DECLARED for t in s.types):
+            return False
+        if any(a.func in ("set", "list") for a in s.aggregates):
+            return False
+    for given in inputs.values():
+        if not isinstance(given, SqlInput) and any(isinstance(f.dataType, ArrayType) for f in given.schema.fields):
+            return False
+    for st in dataflow.strata:
+        for r in st.init_rules + st.delta_rules:
+            terms = list(r.head_args) + [a for step in r.steps for a in step.args]
+            terms += [step.expr for step in r.steps if step.expr is not None]
+            if not all(term_ok(t) for t in terms):
+                return False
+    return True
+
+
+class _Named(Mapping):
+    """relation -> DataFrame with the relation's column names, built when first asked
+    for (each is a round trip to the JVM and an analysis of the whole plan)."""
+
+    def __init__(self, engine: _Engine, columns: dict):
+        self._engine = engine
+        self._columns = columns  # name -> column names
+        self._named: dict = {}
+
+    def __getitem__(self, name):
+        if name not in self._named:
+            self._named[name] = self._engine.frame(self._engine.full[name]).toDF(*self._columns[name])
+        return self._named[name]
+
+    def __iter__(self):
+        return iter(self._columns)
+
+    def __len__(self):
+        return len(self._columns)
 
 
 def _renamed(df, prefix: str):

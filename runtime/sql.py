@@ -191,11 +191,16 @@ def _error(code, message, t) -> EvitaError:
 # ---------------------------------------------------------------- rules
 
 def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
-                now: str = "1970-01-01 00:00:00", output: Optional[list] = None) -> exp.Select:
+                now: str = "1970-01-01 00:00:00", output: Optional[list] = None,
+                one_partition: bool = False) -> exp.Select:
     """One SELECT for a rule. `view_of(step)` names the temp view a step reads;
     `array_cols(relation)` gives the array-typed column positions of a relation.
     The output columns are c0..c{n-1}, the head's arguments; an aggregated column holds
-    the aggregate's input (1 for count<*>), and the caller groups."""
+    the aggregate's input (1 for count<*>), and the caller groups.
+
+    `one_partition`: the views hold one partition each, and the rule is written so
+    that every join's result is one partition too (inner joins as left joins, or
+    `one_partition_joins`), so Spark plans it without an exchange."""
     env: dict = {}
     arrays: set = set()
     where: list = []
@@ -243,6 +248,21 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         projections.append(exp.alias_(value, f"c{i}"))
     if not tables:  # a rule with no atoms: one row
         select = exp.select(*projections)
+    elif one_partition and len(tables) > 1:
+        markers = _matched_markers(tables)
+        if markers is None:  # a join without an equality on earlier atoms
+            return one_partition_joins(tables, projections, where)
+        # Inner joins as LEFT JOIN + "matched": a left outer join keeps its left input's
+        # partitioning (an inner join reports a collection of both), so a chain of them
+        # over single-partition views stays in one partition. An equality column of the
+        # right atom is null exactly on the rows the inner join would not have.
+        alias, view, conds, _, _ = tables[0]
+        select = exp.select(*projections).from_(exp.alias_(exp.to_table(view), alias, table=True))
+        where = markers + conds + where
+        for alias, view, conds, kind, _ in tables[1:]:
+            select = select.join(exp.alias_(exp.to_table(view), alias, table=True),
+                                 on=exp.and_(*conds) if conds else exp.true(),
+                                 join_type="left" if kind == "inner" else kind)
     else:
         alias, view, conds, _, _ = tables[0]
         select = exp.select(*projections).from_(exp.alias_(exp.to_table(view), alias, table=True))
@@ -260,4 +280,85 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
             select.set("hint", exp.Hint(expressions=hints))
     if where:
         select = select.where(exp.and_(*where))
+    return select
+
+
+def _matched_markers(tables: list) -> Optional[list]:
+    """For each inner join, `a<k>.c<i> IS NOT NULL` for a column of the joined atom that
+    an ON equality compares with earlier atoms; None if a join has no such equality
+    (Spark would plan it as a nested loop or a cartesian product)."""
+    markers = []
+    earlier = {tables[0][0]}
+    for alias, _, conds, kind, _ in tables[1:]:
+        if kind == "inner":
+            for c in conds:
+                left, right = c.this, c.expression
+                other = {col.table for col in right.find_all(exp.Column)}
+                if isinstance(left, exp.Column) and left.table == alias and other and other <= earlier:
+                    markers.append(exp.Not(this=exp.Is(this=left.copy(), expression=exp.Null())))
+                    break
+            else:
+                return None
+            earlier.add(alias)
+    return markers
+
+
+def coalesced(select: exp.Expression, alias: str = "u") -> exp.Select:
+    """`SELECT /*+ COALESCE(1) */ * FROM (select)`: the rows in one partition, without
+    a shuffle (CoalesceExec(1) reports SinglePartition)."""
+    out = exp.select("*").from_(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    out.set("hint", exp.Hint(expressions=[fn("COALESCE", lit(1))]))
+    return out
+
+
+def one_partition_joins(tables: list, projections: list, where: list) -> exp.Select:
+    """A rule's joins nested one per level, each level coalesced to one partition.
+
+    Spark plans a join of two single-partition inputs without an exchange, but an inner
+    join's own output does not report SinglePartition, so the next join above it would
+    shuffle both sides (one Spark stage each). For rules whose joins cannot be written as
+    left joins (an atom shares no variable with the earlier ones), every join here is a
+    subquery with the COALESCE(1) hint, which keeps the whole rule in one Spark stage. Level k exposes the columns
+    of atoms 0..k that anything above reads, renamed `a<i>_c<j>`; expressions refer to
+    them through the level's alias."""
+    exprs = projections + where + [c for t in tables for c in t[2]]
+    needed: dict = {}
+    for e in exprs:
+        for c in e.find_all(exp.Column):
+            needed.setdefault(c.table, set()).add(c.name)
+
+    def columns(alias):
+        cols = sorted(needed.get(alias, ()), key=lambda n: int(n[1:]))
+        return [exp.alias_(exp.column(c, table=alias), f"{alias}_{c}") for c in cols]
+
+    def moved(e, visible: set, level: str):
+        def swap(node):
+            if isinstance(node, exp.Column) and node.table in visible:
+                return exp.column(f"{node.table}_{node.name}", table=level)
+            return node
+        return e.copy().transform(swap)
+
+    alias, view, conds, _, _ = tables[0]
+    first = columns(alias) or [exp.alias_(lit(1), "_one")]
+    inner = exp.select(*first).from_(exp.alias_(exp.to_table(view), alias, table=True))
+    if conds:
+        inner = inner.where(exp.and_(*conds))
+    visible = {alias}
+    for k, (alias, view, conds, kind, _) in enumerate(tables[1:], start=1):
+        level = f"j{k}"
+        on = exp.and_(*[moved(c, visible, level) for c in conds]) if conds else exp.true()
+        cols = [exp.Column(this=exp.Star(), table=exp.to_identifier(level))]
+        if kind != "left anti":
+            cols += columns(alias)
+        inner = exp.select(*cols).from_(exp.Subquery(this=inner, alias=exp.TableAlias(
+            this=exp.to_identifier(level)))).join(exp.alias_(exp.to_table(view), alias, table=True), on=on,
+                                                  join_type=None if kind == "inner" else kind)
+        inner.set("hint", exp.Hint(expressions=[fn("COALESCE", lit(1))]))
+        if kind != "left anti":
+            visible.add(alias)
+    level = "j"
+    select = exp.select(*[moved(p, visible, level) for p in projections]).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(level))))
+    if where:
+        select = select.where(exp.and_(*[moved(w, visible, level) for w in where]))
     return select
