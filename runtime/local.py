@@ -220,8 +220,8 @@ def _eval_rule(rule, relation, delta, tables):
             b = b[_vec(step.expr, b).astype(bool)]
         elif step.op == "assign":
             b = b.assign(**{step.var: _vec(step.expr, b)})
-        if not len(b):
-            break
+        if not len(b):  # no valuation: later terms would bind nothing, and the head reads them
+            return pd.DataFrame({f"c{i}": [] for i in range(len(rule.head_args))})
     out = {f"c{i}": _vec(a, b) for i, a in enumerate(rule.head_args)}
     return pd.DataFrame({k: (v if hasattr(v, "__len__") else [v] * len(b)) for k, v in out.items()}, index=b.index)
 
