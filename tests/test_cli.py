@@ -104,7 +104,7 @@ def test_stages_compile_explain_run(spark, capsys, tmp_path):
     assert code == 0 and "delta" in out
     code, out, _ = run(capsys, "sql", "SELECT count(DISTINCT version) AS n FROM evita_history.rule "
                                       "WHERE program = 'shortest_path'")
-    assert code == 0 and "2" in out
+    assert code == 0 and "3" in out  # parse, magic_sets, delta
 
     code, out, _ = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "-D", str(tmp_path))
     assert code == 0, out
@@ -116,3 +116,19 @@ def test_stages_compile_explain_run(spark, capsys, tmp_path):
 
     code, _, err = run(capsys, "compile", str(SHORTEST_PATH), "--skip", "nope")
     assert code == 1 and "no stage named nope" in err
+
+
+def test_explain_draws_the_adorned_rule_goal_graph(spark, capsys, tmp_path):
+    dot = tmp_path / "magic.dot"
+    code, out, _ = run(capsys, "explain", str(EXAMPLES / "path_magic.olg"), "--stage", "magic_sets",
+                       "--dot", str(dot))
+    assert code == 0, out
+    assert "+ r2_case3_2 magic_path(Y) :- sup_r2_1(X, Y, C1)." in out
+    assert "path^bfff" in out and "rewritten" in out  # the goal table
+    text = dot.read_text()
+    assert text.startswith('digraph "magic_sets"')
+    assert '"path_magic:r2" -> "path" [label="2: bfff"];' in text  # r2 calls path with X bound
+    assert '"path_magic:query22" -> "path" [label="1: bfff"];' in text
+
+    code, _, err = run(capsys, "explain", str(EXAMPLES / "tc.dl"), "--stage", "delta", "--dot", str(dot))
+    assert code == 1 and "explain view" in err
