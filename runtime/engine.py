@@ -566,13 +566,13 @@ class _Engine:
 
     def retype_empty_starts(self, st: Stratum, sizes: dict) -> None:
         """A relation of a recursive stratum that starts empty has untyped (string)
-        columns, so a rule reading a list from it would not even analyze (the magic-sets
-        rewrite of Fig 4.1 carries path lists through sup relations). Ask Spark for the
-        schemas the stratum's rules give (analysis only, no job) and retype the empty
-        starts to match, until nothing changes."""
+        columns, so a rule adding numbers or reading a list from it would not even
+        analyze (the magic-sets rewrite of Fig 4.1 carries costs and path lists through
+        sup relations). Ask Spark for the schemas the stratum's rules give (analysis
+        only, no job) and retype the empty starts to match, until nothing changes."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import ArrayType
         from pyspark.errors import AnalysisException
+        from pyspark.sql.types import StringType
 
         empty = [n for n in st.relations if not sizes.get(n)]
         for _ in range(len(empty)):
@@ -584,7 +584,7 @@ class _Engine:
                         fields = self.sql_frame(select).schema.fields
                     except AnalysisException:
                         continue  # reads another empty start: typed in a later round
-                    if any(isinstance(f.dataType, ArrayType) and not isinstance(c.dataType, ArrayType)
+                    if any(isinstance(c.dataType, StringType) and f.dataType != c.dataType
                            for f, c in zip(fields, current)):
                         typed = self.spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(c.name)
                                                              for f, c in zip(fields, current)])
