@@ -25,3 +25,30 @@ def spark(warehouse):
     session = spark_session(master="local[2]", warehouse=warehouse)
     yield session
     session.stop()
+
+
+_after_stage: dict = {}
+
+
+def after_stage(spark, stage: str, path: Path):
+    """(program as parsed, program after `stage` alone), one Spark run per stage and file."""
+    from evita.bootstrap import stage as st
+    from evita.bootstrap.parser import parse_file
+    from evita.catalog.decode import decode
+    from evita.catalog.encode import encode
+
+    if (stage, path) not in _after_stage:
+        program = parse_file(path)
+        rows = encode(program)
+        out = st.run_stage(spark, st.find_stages()[stage], rows, program.name)
+        _after_stage[stage, path] = (program, decode(st.apply(rows, out), program.name))
+    return _after_stage[stage, path]
+
+
+def assert_golden(text: str, golden: Path) -> None:
+    """`text` equals the golden file; EVITA_UPDATE_GOLDEN=1 rewrites the file instead."""
+    if os.environ.get("EVITA_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert golden.exists(), f"no golden file {golden}; run with EVITA_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()

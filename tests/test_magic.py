@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 import oracle
 from evita.bootstrap import stage as stg
 from evita.bootstrap import syntax as S
-from evita.bootstrap.parser import parse_file
 from evita.bootstrap.planner import plan
 from evita.catalog.decode import decode
 from evita.catalog.encode import encode
@@ -30,7 +29,7 @@ from evita.runtime.cli_commands import query_frame
 from evita.runtime.engine import run
 from evita.runtime.io import gather_inputs
 
-from conftest import EXAMPLES, FIXTURES
+from conftest import EXAMPLES, FIXTURES, after_stage, assert_golden
 from test_runtime import random_program, rename
 
 GOLDEN = FIXTURES / "golden" / "magic_sets"
@@ -38,29 +37,17 @@ PROGRAMS = (sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMPLES.glob("*.dl"))
             + sorted((FIXTURES / "magic").glob("*.*")))
 CHANGED = {"path_magic.olg", "shortest_path.olg", "several_queries.olg", "nonlinear.dl",
            "negation_below.olg", "assign_select.olg", "constants.olg"}
-_cache: dict = {}
 
 
 def magic_of(spark, path: Path):
     """(program as parsed, program after the magic-sets stage alone), one Spark run per file."""
-    if path not in _cache:
-        program = parse_file(path)
-        rows = encode(program)
-        out = stg.run_stage(spark, stg.find_stages()["magic_sets"], rows, program.name)
-        _cache[path] = (program, decode(stg.apply(rows, out), program.name))
-    return _cache[path]
+    return after_stage(spark, "magic_sets", path)
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
 def test_magic_sets_golden(spark, path):
     before, after = magic_of(spark, path)
-    text = format_program(after)
-    golden = GOLDEN / (path.name + ".golden")
-    if os.environ.get("EVITA_UPDATE_GOLDEN"):
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file {golden}; run with EVITA_UPDATE_GOLDEN=1"
-    assert text == golden.read_text()
+    assert_golden(format_program(after), GOLDEN / (path.name + ".golden"))
     # Programs without a bound query, or whose bound relation is called two ways, stay as written.
     assert (after.rules != before.rules) == (path.name in CHANGED)
 

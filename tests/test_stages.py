@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,36 +21,23 @@ from evita.catalog.decode import decode
 from evita.catalog.encode import encode
 from evita.catalog.printer import format_program, format_rule
 
-from conftest import EXAMPLES, FIXTURES, REPO
+from conftest import EXAMPLES, FIXTURES, REPO, after_stage, assert_golden
 
 GOLDEN = FIXTURES / "golden" / "delta"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMPLES.glob("*.dl"))
 STAGE_FILES = sorted((REPO / "stages").glob("*.dl")) + [REPO / "stage_lattice.dl", REPO / "catalog" / "integrity.dl",
                                                          EXAMPLES / "stages" / "dead_rules.dl"]
-_cache: dict = {}
 
 
 def delta_of(spark, path: Path):
     """The program after the delta stage alone (one Spark run per file, cached)."""
-    if path not in _cache:
-        program = parse_file(path)
-        rows = encode(program)
-        delta = st.find_stages()["delta"]
-        out = st.run_stage(spark, delta, rows, program.name)
-        _cache[path] = (program, decode(st.apply(rows, out), program.name))
-    return _cache[path]
+    return after_stage(spark, "delta", path)
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_delta_golden(spark, path):
     _, after = delta_of(spark, path)
-    text = format_program(after)
-    golden = GOLDEN / (path.name + ".golden")
-    if os.environ.get("EVITA_UPDATE_GOLDEN"):
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file {golden}; run with EVITA_UPDATE_GOLDEN=1"
-    assert text == golden.read_text()
+    assert_golden(format_program(after), GOLDEN / (path.name + ".golden"))
 
 
 def test_delta_reproduces_figure_3_6(spark):
