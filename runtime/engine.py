@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
@@ -38,10 +39,14 @@ from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.planner import DELETION_SUFFIX
 from .dataflow import Dataflow, Storage, Stratum
-from .sql import DIALECT, coalesced, rule_select
+from .sql import DIALECT, coalesced, rule_select, select_all, subquery, table, union_all
 
 DEFAULT_MAX_ITERATIONS = 1000
 COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans stay short
+# SQL mode: a relation read by several rules becomes a leaf (one more round of Spark
+# planning, ~20-40 ms) when inlining it would add more plan nodes than this to the
+# statement (each costs ~1-2 ms of analysis, optimization and execution).
+MATERIALIZE_ABOVE = 120
 
 
 @dataclass
@@ -169,15 +174,14 @@ class SqlScope:
 
         from sqlglot import exp
 
-        from .sql import coalesced
-
         if not items:
             return {}
         rows_as_json = "to_json(array(struct(*)), map('ignoreNullFields', 'false'))"
-        parts = [exp.select(exp.alias_(exp.Literal.number(i), "r"),
-                            exp.alias_(exp.maybe_parse(rows_as_json, dialect=DIALECT), "t")).from_(table)
-                 for i, (_, table) in enumerate(items)]
-        union = reduce(lambda a, b: exp.union(a, b, distinct=False), parts)
+        parts = [exp.select(exp.alias_(exp.Literal.number(i), "r", copy=False),
+                            exp.alias_(exp.maybe_parse(rows_as_json, dialect=DIALECT), "t", copy=False),
+                            copy=False).from_(table(name), copy=False)
+                 for i, (_, name) in enumerate(items)]
+        union = union_all(parts)
         out = {key: set() for key, _ in items}
         for row in self.frame(coalesced(union) if one_partition else union).collect():
             out[items[row["r"]][0]].add(_plain(tuple(json.loads(row["t"])[0].values())))
@@ -257,6 +261,9 @@ class _Engine:
         # SQL text needs no column types from Spark as long as no column can hold a list
         self.sql_mode = one_partition and _list_free(dataflow, inputs)
         self.full: dict = {}  # relation -> DataFrame, or _Cte in SQL mode
+        self.sizes: dict = {}  # CTE relation -> about how many plan nodes it adds where it is read
+        self.uses = Counter(step.relation for st in dataflow.strata for r in st.init_rules + st.delta_rules
+                            for step in r.steps if step.relation)
         self.delta: dict = {}
         self.views: dict = {}  # id(DataFrame) -> (DataFrame, view name)
         self.stats: list = []
@@ -378,9 +385,7 @@ class _Engine:
         if not isinstance(rel, _Cte):
             return rel
         if rel.frame is None:
-            from sqlglot import exp
-
-            rel.frame = self.scope.frame(exp.select("*").from_(rel.name))
+            rel.frame = self.scope.frame(select_all(rel.name))
         return rel.frame
 
     def define(self, tree) -> _Cte:
@@ -394,6 +399,15 @@ class _Engine:
         if not isinstance(rel, _Cte):
             return rel
         return self.frame(rel).localCheckpoint(eager=False)
+
+    def inlined_size(self, name: str, rules, seeds) -> int:
+        """About how many plan nodes the relation's CTE brings to each reader: per atom a
+        join, a sort and a projection plus what the atom's relation brings (a leaf, one)."""
+        size = 2 + 2 * len(seeds)
+        for r in rules:
+            if r.head == name:
+                size += 2 + sum(3 + self.sizes.get(step.relation, 1) for step in r.steps if step.relation)
+        return size
 
     def single(self, df):
         """`df` in one partition when the engine runs in one-partition mode."""
@@ -423,11 +437,9 @@ class _Engine:
 
     def union_select(self, selects: list, frames: list):
         """UNION ALL of rule SELECTs and of already built relations (facts, inputs)."""
-        from sqlglot import exp
-
-        parts = selects + [exp.select("*").from_(self.view(f)) for f in frames]
+        parts = selects + [select_all(self.view(f)) for f in frames]
         # In one-partition mode every part is one partition, and so is their union.
-        return reduce(lambda a, b: exp.union(a, b, distinct=False), parts)
+        return union_all(parts)
 
     def sql_frame(self, tree):
         return self.scope.frame(tree)
@@ -488,7 +500,10 @@ class _Engine:
             s = self.df.relations[name]
             rel = self.combine(s, self.seeds(name), self.candidates(name, st.init_rules))
             if self.sql_mode:
-                self.full[name] = self.materialize(rel) if s.cached else rel
+                self.sizes[name] = self.inlined_size(name, st.init_rules, self.seeds(name))
+                if (self.uses[name] - 1) * self.sizes[name] > MATERIALIZE_ABOVE:
+                    rel, self.sizes[name] = self.materialize(rel), 1
+                self.full[name] = rel
             else:
                 self.full[name] = self.keep(rel) if s.cached else rel
         self.stats.append(IterationStats(st.index, 0, 0, {}, time.perf_counter() - t0))
@@ -508,22 +523,26 @@ class _Engine:
         names = list(frames)
         if not names:
             return {}
-        parts = [exp.select(exp.alias_(exp.Literal.number(i), "i"),
-                            exp.alias_(exp.Count(this=exp.Star()), "n")).from_(self.view(frames[n]))
+        parts = [exp.select(exp.alias_(exp.Literal.number(i), "i", copy=False),
+                            exp.alias_(exp.Count(this=exp.Star()), "n", copy=False), copy=False
+                            ).from_(table(self.view(frames[n])), copy=False)
                  for i, n in enumerate(names)]
-        rows = self.action(self.sql_frame(reduce(lambda x, y: exp.union(x, y, distinct=False), parts)))
+        rows = self.action(self.sql_frame(union_all(parts)))
         sizes = {names[r["i"]]: r["n"] for r in rows}
         return {n: sizes.get(n, 0) for n in names}
 
     def run_recursive(self, st: Stratum):
+        if self.sql_mode:  # the loop reads lower relations every iteration: once, as leaves
+            reads = {step.relation for r in st.init_rules + st.delta_rules for step in r.steps
+                     if step.relation and step.relation not in st.relations and self.sizes.get(step.relation, 1) > 1}
+            for name in sorted(reads):
+                self.full[name], self.sizes[name] = self.materialize(self.full[name]), 1
+            if not any(self.df.relations[n].aggregates or self.df.relations[n].keys is not None
+                       for n in st.relations):
+                return self.run_recursive_sql(st)
         self._stratum = st
         t0 = time.perf_counter()
         before = self._actions
-        if self.sql_mode:  # the loop reads lower relations every iteration: once, as leaves
-            for r in st.init_rules + st.delta_rules:
-                for step in r.steps:
-                    if step.relation and step.relation not in st.relations:
-                        self.full[step.relation] = self.materialize(self.full[step.relation])
         for name in st.relations:
             s = self.df.relations[name]
             df = self.frame(self.combine(s, self.seeds(name), self.candidates(name, st.init_rules)))
@@ -561,6 +580,54 @@ class _Engine:
                     if len(pieces[name]) >= COMPACT_EVERY:
                         pieces[name] = [self.rebase(reduce(lambda a, b: a.union(b), pieces[name]))]
                     self.full[name] = reduce(lambda a, b: a.union(b), pieces[name])
+            self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
+                                             time.perf_counter() - t0))
+
+    def run_recursive_sql(self, st: Stratum):
+        """The semi-naive loop of a set-valued stratum in SQL mode, with fewer rounds of
+        Spark planning per iteration than the DataFrame loop: each new delta is one
+        EXCEPT statement behind a lazy local checkpoint (no cache: the checkpoint keeps
+        the rows the counting action computes), and a relation so far is a CTE over its
+        deltas. One action per iteration counts the new deltas."""
+        from sqlglot import exp
+
+        self._stratum = st
+        t0 = time.perf_counter()
+        before = self._actions
+        for name in st.relations:
+            rel = self.combine(self.df.relations[name], self.seeds(name), self.candidates(name, st.init_rules))
+            self.full[name] = self.delta[name] = self.materialize(rel)
+        looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
+        sizes = self.count_deltas(list(st.relations))
+        for name in st.relations:  # empty starts may be retyped: as DataFrames
+            if not sizes.get(name):
+                self.full[name] = self.delta[name] = self.frame(self.full[name])
+        self.retype_empty_starts(st, sizes)
+        self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
+        pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
+        iteration = 0
+        while any(sizes.get(n, 0) for n in looping):
+            iteration += 1
+            if iteration > self.max_iterations:
+                self.no_fixpoint(st, sizes)
+            t0 = time.perf_counter()
+            before = self._actions
+            new_delta = {}
+            for name in looping:
+                new = exp.except_(self.union_select(self.candidates(name, st.delta_rules), []),
+                                  select_all(self.view(self.full[name])), distinct=True, copy=False)
+                new_delta[name] = self.materialize(self.define(new))
+            for name in st.relations:
+                if name not in looping:
+                    self.delta[name] = self.define(select_all(self.view(self.full[name])).where(exp.false(), copy=False))
+            sizes = self.count_deltas_of(new_delta)
+            for name in looping:
+                self.delta[name] = new_delta[name]
+                pieces[name].append(new_delta[name])
+                whole = self.define(union_all([select_all(self.view(p)) for p in pieces[name]]))
+                if len(pieces[name]) >= COMPACT_EVERY:
+                    pieces[name] = [whole := self.materialize(whole)]
+                self.full[name] = whole
             self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
                                              time.perf_counter() - t0))
 
@@ -615,8 +682,8 @@ class _Engine:
         if not cand:
             return full.limit(0)
         if not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
-            return self.sql_frame(exp.except_(self.union_select(cand, []),
-                                              exp.select("*").from_(self.view(full)), distinct=True))
+            return self.sql_frame(exp.except_(self.union_select(cand, []), select_all(self.view(full)),
+                                              distinct=True, copy=False))
         new = self.frame(self.combine(s, [], cand))
         if s.aggregates:  # PreM: a new group, or a better value for an old one
             a = s.aggregates[0]
@@ -662,15 +729,11 @@ class _Engine:
 # ---------------------------------------------------------------- relations as SQL (SQL mode)
 
 def _subquery(union, alias: str = "u"):
-    from sqlglot import exp
-
-    return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    return subquery(union, alias)
 
 
 def _distinct_select(union):
-    from sqlglot import exp
-
-    return exp.select("*").from_(_subquery(union)).distinct()
+    return select_all(_subquery(union)).distinct(copy=False)
 
 
 _SQL_AGGREGATES = {"count": "count({})", "sum": "sum({})", "min": "min({})", "max": "max({})", "avg": "avg({})",
@@ -688,9 +751,10 @@ def _grouped_select(union, s: Storage):
     groups = [exp.column(f"c{i}") for i in s.group_columns]
     source = _subquery(union)
     if not groups:
-        source = _subquery(exp.select("*", exp.alias_(exp.Literal.number(0), "_g")).from_(source), "g")
+        source = _subquery(exp.select(exp.Star(), exp.alias_(exp.Literal.number(0), "_g", copy=False), copy=False
+                                      ).from_(source, copy=False), "g")
         groups = [exp.column("_g")]
-    return exp.select(*cols).from_(source).group_by(*groups)
+    return exp.select(*cols, copy=False).from_(source, copy=False).group_by(*groups, copy=False)
 
 
 def _keyed_select(union, s: Storage):
@@ -714,7 +778,7 @@ def _empty_select(s: Storage):
 
     cols = [exp.alias_(exp.Cast(this=exp.Null(), to=exp.DataType.build(f.dataType.simpleString(), dialect=DIALECT)),
                        f"c{i}") for i, f in enumerate(schema_for(s).fields)]
-    return coalesced(exp.select(*cols).where(exp.false()))
+    return coalesced(exp.select(*cols, copy=False).where(exp.false(), copy=False))
 
 
 _LIST_FUNCTIONS = ("cons", "append", "concat", "list", "set", "union", "intersect", "remove")

@@ -15,6 +15,7 @@ arrays. Nothing here concatenates SQL text: the tree is rendered by sqlglot.
 """
 from __future__ import annotations
 
+from functools import reduce
 from typing import Callable, Optional
 
 from sqlglot import exp
@@ -245,9 +246,10 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
             value = lit(1) if arg.arg is None else ex.compile(arg.arg)
         else:
             value = ex.compile(arg)
-        projections.append(exp.alias_(value, f"c{i}"))
+        projections.append(exp.alias_(value, f"c{i}", copy=False))
+    # The trees are built here and used once: no copies (sqlglot's builders copy by default).
     if not tables:  # a rule with no atoms: one row
-        select = exp.select(*projections)
+        select = exp.select(*projections, copy=False)
     elif one_partition and len(tables) > 1:
         markers = _matched_markers(tables)
         if markers is None:  # a join without an equality on earlier atoms
@@ -257,21 +259,19 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         # over single-partition views stays in one partition. An equality column of the
         # right atom is null exactly on the rows the inner join would not have.
         alias, view, conds, _, _ = tables[0]
-        select = exp.select(*projections).from_(exp.alias_(exp.to_table(view), alias, table=True))
+        select = exp.select(*projections, copy=False).from_(table(view, alias), copy=False)
         where = markers + conds + where
         for alias, view, conds, kind, _ in tables[1:]:
-            select = select.join(exp.alias_(exp.to_table(view), alias, table=True),
-                                 on=exp.and_(*conds) if conds else exp.true(),
-                                 join_type="left" if kind == "inner" else kind)
+            select = select.join(table(view, alias), on=exp.and_(*conds, copy=False) if conds else exp.true(),
+                                 join_type="left" if kind == "inner" else kind, copy=False)
     else:
         alias, view, conds, _, _ = tables[0]
-        select = exp.select(*projections).from_(exp.alias_(exp.to_table(view), alias, table=True))
+        select = exp.select(*projections, copy=False).from_(table(view, alias), copy=False)
         where = conds + where
         hints = []
         for alias, view, conds, kind, method in tables[1:]:
-            on = exp.and_(*conds) if conds else exp.true()
-            select = select.join(exp.alias_(exp.to_table(view), alias, table=True), on=on,
-                                 join_type=None if kind == "inner" else kind)
+            on = exp.and_(*conds, copy=False) if conds else exp.true()
+            select = select.join(table(view, alias), on=on, join_type=None if kind == "inner" else kind, copy=False)
             if method:
                 hints.append(fn({"broadcast": "BROADCAST", "merge": "MERGE",
                                  "shuffle_hash": "SHUFFLE_HASH"}.get(method, method.upper()),
@@ -279,8 +279,31 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         if hints:
             select.set("hint", exp.Hint(expressions=hints))
     if where:
-        select = select.where(exp.and_(*where))
+        select = select.where(exp.and_(*where, copy=False), copy=False)
     return select
+
+
+def table(name: str, alias: Optional[str] = None) -> exp.Table:
+    """A table (view or CTE) by name, optionally aliased; built without parsing."""
+    t = exp.Table(this=exp.to_identifier(name))
+    if alias:
+        t.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return t
+
+
+def subquery(select: exp.Expression, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def select_all(source) -> exp.Select:
+    """`SELECT * FROM source` (a table name or a subquery)."""
+    return exp.select(exp.Star(), copy=False).from_(table(source) if isinstance(source, str) else source, copy=False)
+
+
+def union_all(parts: list) -> exp.Expression:
+    """The parts' UNION ALL, built without copying them (a fold with sqlglot's default
+    copies would copy the growing union once per part)."""
+    return reduce(lambda a, b: exp.union(a, b, distinct=False, copy=False), parts)
 
 
 def _matched_markers(tables: list) -> Optional[list]:
@@ -306,7 +329,7 @@ def _matched_markers(tables: list) -> Optional[list]:
 def coalesced(select: exp.Expression, alias: str = "u") -> exp.Select:
     """`SELECT /*+ COALESCE(1) */ * FROM (select)`: the rows in one partition, without
     a shuffle (CoalesceExec(1) reports SinglePartition)."""
-    out = exp.select("*").from_(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    out = exp.select(exp.Star(), copy=False).from_(subquery(select, alias), copy=False)
     out.set("hint", exp.Hint(expressions=[fn("COALESCE", lit(1))]))
     return out
 
