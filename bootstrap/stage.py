@@ -9,6 +9,8 @@ Spark action. Nothing here knows what any stage does.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -20,6 +22,8 @@ from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
+
+_log = logging.getLogger("evita")
 
 SYS = "sys::"
 INSERT = "insert::"
@@ -166,7 +170,7 @@ def snapshot_query(rows: list, table: str):
 CATALOG_SIZED = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
                  "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.codegen.wholeStage": "false",
                  "spark.sql.maxSinglePartitionBytes": str(2 ** 63 - 1), "spark.sql.defaultSizeInBytes": "1",
-                 "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                 "spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.analyzer.maxIterations": "10000",
                  "spark.sql.optimizer.excludedRules": ",".join(
                      "org.apache.spark.sql.catalyst.optimizer." + r
                      for r in ("PushDownLeftSemiAntiJoin", "PushLeftSemiLeftAntiThroughJoin", "EliminateOuterJoin"))}
@@ -193,22 +197,104 @@ class Evaluation:
 
 
 def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, wanted, *,
-             origin: str, max_iterations: int = 1000) -> Evaluation:
+             origin: str, max_iterations: int = 1000, evaluator: str = "auto") -> Evaluation:
     """Run a catalog program (a stage, the lattice, the integrity checks) over `rows`
-    and read back the `wanted` relations (names, or prefixes ending in '::') in one action."""
+    and read back the `wanted` relations (names, or prefixes ending in '::') in one action.
+    `evaluator`: see `run_stage`."""
+    started = time.perf_counter()
+    one_row = run_one_row(spark, [(program, rows, wanted, origin)], program_id, max_iterations, evaluator)
+    if one_row is not None:
+        [(derived, stats)], _ = one_row
+        return Evaluation(_complete(derived, wanted), 1, time.perf_counter() - started, stats)
     from evita.runtime import engine
 
-    started = time.perf_counter()
     with catalog_sized(spark):
         scope = engine.SqlScope(spark)
         result, names = launch(spark, scope, program, snapshots(rows, tables_read(program)), program_id, wanted,
                                origin=origin, max_iterations=max_iterations)
         derived = scope.collect([(n, result.table(n)) for n in names], one_partition=True)
         result.release()
+    return Evaluation(_complete(derived, wanted), result.actions + 1, time.perf_counter() - started, result.stats)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _complete(derived: dict, wanted) -> dict:
     for w in wanted:
         if not w.endswith("::"):
             derived.setdefault(w, set())
-    return Evaluation(derived, result.actions + 1, time.perf_counter() - started, result.stats)
+    return derived
+
+
+def _wanted(dataflow, wanted) -> list:
+    return [n for n in dataflow.relations if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
+
+
+def _plan(program: S.Program, program_id: str, origin: str):
+    from .planner import plan
+
+    try:
+        return plan(stage_program(program, program_id, tables_read(program)))
+    except EvitaError as e:
+        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+
+
+FALLBACKS: list = []  # (origin, why) for each catalog program the one-row evaluator left to the engine
+
+
+def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluator: str = "auto"):
+    """Evaluate catalog programs, each [(program, rows, wanted, origin)], as one-row
+    statements (`runtime/onerow.py`) in one Spark action: ([(relation -> tuples, stats)
+    per job], (seconds building, seconds of the action)), or None when a program needs
+    the engine (lists, nullary relations, aggregates inside recursion, ...) or
+    `evaluator` is "engine"."""
+    if evaluator == "engine":
+        return None
+    from pyspark.errors import AnalysisException
+
+    from evita.runtime import onerow
+    from evita.runtime.engine import IterationStats
+
+    started = time.perf_counter()
+    requests = []
+    for program, rows, _wanted_names, origin in jobs:
+        dataflow = _plan(program, program_id, origin)
+        inputs = {SYS + t: onerow.ArrayInput(tuple(rows.get(t, [])), tuple(
+            f.dataType.simpleString() for f in schema.spark_struct(t).fields)) for t in tables_read(program)}
+        requests.append(onerow.Request(dataflow, inputs, _wanted(dataflow, _wanted_names), max_iterations))
+    try:
+        with catalog_sized(spark):
+            answers, split = onerow.evaluate(spark, requests, _now())
+    except (onerow.Unsupported, AnalysisException) as e:
+        # Unsupported: the program needs the engine. AnalysisException: Spark rejected
+        # the statement, a gap of the one-row evaluator; the engine still runs it.
+        why = str(e).splitlines()[0]
+        FALLBACKS.append((" + ".join(j[3] for j in jobs), why))
+        if evaluator == "one-row" or isinstance(e, AnalysisException):
+            _log.warning("catalog program %s runs on the engine: %s", FALLBACKS[-1][0], why)
+        if evaluator == "one-row":
+            raise StageFailure(jobs[0][3], f"the one-row evaluator cannot run it: {why}") from None
+        return None
+    except EvitaError as e:
+        origin = jobs[0][3]
+        raise StageFailure(origin, e.first.message, _rule_at(jobs[0][0], e.first.span), e.render()) from None
+    done = time.perf_counter()
+    out = []
+    for (program, _, _, origin), request, answer in zip(jobs, requests, answers):
+        if answer.limit is not None:
+            st, sizes = answer.limit
+            growing = {n: v for n, v in sizes.items() if v}
+            rule = next((r for r in st.delta_rules if r.head in growing), None)
+            raise StageFailure(origin, f"stratum {st.index} did not reach a fixpoint within {max_iterations} "
+                               "iterations: " + ", ".join(f"{n} still gains {v} tuples" for n, v in growing.items()),
+                               rule.rule if rule else None,
+                               "a rule may build ever new values; bound it, or raise the limit with --max-iterations")
+        stats = [IterationStats(index, iterations, 0, sizes, 0.0, mode="onerow")
+                 for index, (iterations, sizes) in sorted(answer.iterations.items())]
+        out.append((answer.tuples, stats))
+    return out, (done - started - split[1], split[1])
 
 
 def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, wanted, *, origin: str,
@@ -232,41 +318,62 @@ def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, want
 
 
 def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, max_iterations: int = 1000,
-              lattice: Optional[S.Program] = None) -> StageOutput:
+              lattice: Optional[S.Program] = None, evaluator: str = "auto") -> StageOutput:
     """Run one stage over `rows` (the program's current catalog) and return its
     insertions and deletion patterns. Raises StageFailure.
 
     `lattice`: the lattice program asking which stage comes after this one
     (`scheduler.Lattice.question`), evaluated by the same Spark action; its `next`
     tuples come back in `StageOutput.next`. Its answer depends on which stages ran, not
-    on what they derived, so it need not wait for the stage."""
+    on what they derived, so it need not wait for the stage.
+
+    `evaluator`: "one-row" evaluates the programs as one-row statements
+    (`runtime/onerow.py`), "engine" on the engine's SQL loop, "auto" one-row when it
+    can (the default: one Spark job however deep the recursion)."""
+    started = time.perf_counter()
+    jobs = [(stage.program, rows, [INSERT, REMOVE], stage.name)]
+    if lattice is not None:
+        jobs.append((lattice, CatalogRows(), ["next"], "stage_lattice"))
+    one_row = run_one_row(spark, jobs, program_id, max_iterations, evaluator)
+    if one_row is not None:
+        answers, split = one_row
+        got, stats = dict(answers[0][0]), answers[0][1]
+        if lattice is not None:
+            got["next"] = answers[1][0].get("next", set())
+        actions = 1
+    else:
+        got, actions, stats, split = _run_stage_on_engine(spark, jobs, program_id, max_iterations)
+    done = time.perf_counter()
+    inserts, deletes = CatalogRows(), {}
+    for name, tuples in got.items():
+        if name.startswith(INSERT):
+            inserts[name[len(INSERT):]] = sorted(tuples, key=_key)
+        elif name.startswith(REMOVE):
+            deletes[name[len(REMOVE):]] = sorted(tuples, key=_key)
+    return StageOutput(inserts, deletes, actions, done - started, stats, got.get("next"), split)
+
+
+def _run_stage_on_engine(spark, jobs: list, program_id: str, max_iterations: int):
+    """`run_stage` on the engine: the stage's relations and the lattice's as common
+    table expressions of one scope, collected by one action after the stage's own."""
     from evita.runtime import engine
 
     started = time.perf_counter()
     with catalog_sized(spark):
         scope = engine.SqlScope(spark)
-        result, names = launch(spark, scope, stage.program, snapshots(rows, tables_read(stage.program)), program_id,
-                               [INSERT, REMOVE], origin=stage.name, max_iterations=max_iterations)
-        items = [(n, result.table(n)) for n in names]
-        runs = [result]
-        if lattice is not None:
-            order, _ = launch(spark, scope, lattice, {}, program_id, ["next"], origin="stage_lattice")
-            items.append(("next", order.table("next")))
-            runs.append(order)
+        items, runs = [], []
+        for program, rows, wanted, origin in jobs:
+            inputs = snapshots(rows, tables_read(program)) if rows else {}
+            result, names = launch(spark, scope, program, inputs, program_id, wanted, origin=origin,
+                                   max_iterations=max_iterations)
+            items += [(n, result.table(n)) for n in names]
+            runs.append(result)
         built = time.perf_counter()
         got = scope.collect(items, one_partition=True)
         for r in runs:
             r.release()
     done = time.perf_counter()
-    inserts, deletes = CatalogRows(), {}
-    for name in names:
-        table = name.split("::", 1)[1]
-        if name.startswith(INSERT):
-            inserts[table] = sorted(got[name], key=_key)
-        else:
-            deletes[table] = sorted(got[name], key=_key)
-    return StageOutput(inserts, deletes, sum(r.actions for r in runs) + 1, done - started, result.stats,
-                       got.get("next"), (built - started, done - built))
+    return got, sum(r.actions for r in runs) + 1, runs[0].stats, (built - started, done - built)
 
 
 def _key(row: tuple):
