@@ -3,7 +3,11 @@ lattice's next question) -> planner, for one program on a warm Spark session, wi
 time, engine actions, and the Spark jobs and Spark stages actually started (from Spark's
 status tracker) per step.
 
-    python bench/compile.py [PROGRAM] [--repeat N] [--skip STAGE ...]
+    python bench/compile.py [PROGRAM] [--repeat N] [--skip STAGE ...] [--evaluator E ...]
+
+Catalog programs run as one-row statements (`runtime/onerow.py`, the default); the
+baseline measured in the same run is the engine's SQL loop (`--evaluator engine`),
+and the last line gives the ratio.
 
 The steps are those of `scheduler.compile_program`: the lattice's first question is one
 action; then each stage is one action that also asks the lattice what comes next, and
@@ -29,14 +33,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--skip", action="append", default=[], help="leave a stage out (as `evita compile --skip`)")
+    ap.add_argument("--evaluator", action="append", choices=["one-row", "engine"],
+                    help="how catalog programs run; several: each in turn (default: one-row, then engine)")
     args = ap.parse_args()
 
-    from evita.bootstrap import scheduler, stage
-    from evita.bootstrap.checks import check_program
-    from evita.bootstrap.parser import parse_file
-    from evita.bootstrap.planner import plan
-    from evita.catalog.decode import decode
-    from evita.catalog.encode import encode
     from evita.runtime.session import spark_session
 
     spark = spark_session(master=args.master, warehouse="/tmp/evita-bench-warehouse")
@@ -47,6 +47,28 @@ def main() -> int:
 
     def spark_stages(job_ids) -> int:
         return sum(len(info.stageIds) for info in map(tracker.getJobInfo, job_ids) if info is not None)
+
+    medians = {}
+    for evaluator in args.evaluator or ["one-row", "engine"]:
+        print(f"\n=== catalog programs evaluated by: {evaluator}")
+        medians[evaluator] = measure(spark, args, evaluator, jobs, spark_stages)
+    if len(medians) > 1:
+        print("\nmedians: " + ", ".join(f"{e} {m:.2f} s" for e, m in medians.items())
+              + f"; engine / one-row = {medians['engine'] / medians['one-row']:.1f}x"
+              if {"engine", "one-row"} <= set(medians) else "")
+    print("baseline in the same run: one Spark job over the same session, "
+          f"{baseline(spark):.3f} s (spark.range(10).count())")
+    return 0
+
+
+def measure(spark, args, evaluator: str, jobs, spark_stages) -> float:
+    """Median seconds of the warm runs of one compile, printing each run's steps."""
+    from evita.bootstrap import scheduler, stage
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.parser import parse_file
+    from evita.bootstrap.planner import plan
+    from evita.catalog.decode import decode
+    from evita.catalog.encode import encode
 
     totals, per_step = [], {}
     for run in range(args.repeat + 1):
@@ -67,12 +89,13 @@ def main() -> int:
         disabled = sorted(args.skip)
         done = ["parse"]
         current = scheduler.Version(0, "parse", rows)
-        name = step("lattice: first next?", lambda: lattice.next(spark, program.name, done, disabled, {}),
+        name = step("lattice: first next?", lambda: lattice.next(spark, program.name, done, disabled, {}, evaluator),
                     lambda r: lattice.actions)
         while name not in (None, "planner"):
             question = lattice.question(done + [name], disabled, {})
             current = step(f"stage {name} + next? ; integrity",
-                           lambda: scheduler.run_one(spark, stages[name], current, program.name, 1000, question),
+                           lambda: scheduler.run_one(spark, stages[name], current, program.name, 1000, question,
+                                                     evaluator),
                            lambda v: v.actions, _note)
             done.append(name)
             name = current.next_stage
@@ -91,9 +114,7 @@ def main() -> int:
     print(f"\nmedian of {len(totals)} warm runs: {statistics.median(totals):.2f} s (target: 3 s)")
     for name_, secs in per_step.items():
         print(f"  {name_:<44} median {statistics.median(secs):.2f} s")
-    print("baseline in the same run: one Spark job over the same session, "
-          f"{baseline(spark):.3f} s (spark.range(10).count())")
-    return 0
+    return statistics.median(totals)
 
 
 def _note(version) -> str:

@@ -73,9 +73,9 @@ class Lattice:
     def names(self) -> list:
         return [s for (s,) in self.facts("stage")]
 
-    def next(self, spark, program_id: str, completed, disabled, chosen: dict) -> Optional[str]:
+    def next(self, spark, program_id: str, completed, disabled, chosen: dict, evaluator: str = "auto") -> Optional[str]:
         out = evaluate(spark, self.question(completed, disabled, chosen), CatalogRows(), program_id, ["next"],
-                       origin="stage_lattice")
+                       origin="stage_lattice", evaluator=evaluator)
         self.actions = out.actions
         return self.answer(out.tuples["next"])
 
@@ -97,9 +97,9 @@ class Lattice:
 
 
 def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
-                    choose: Optional[dict] = None, max_iterations: int = 1000) -> Compilation:
+                    choose: Optional[dict] = None, max_iterations: int = 1000, evaluator: str = "auto") -> Compilation:
     """Move one program through the stages the lattice orders. `rows` is its catalog
-    after parsing (version 0)."""
+    after parsing (version 0). `evaluator`: how catalog programs run (`stage.run_stage`)."""
     stages = find_stages(stage_paths)
     lattice = Lattice(stages)
     known = set(lattice.names)
@@ -113,7 +113,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     comp = Compilation(program_id, [Version(0, "parse", rows)])
     completed = ["parse"]
     t = time.perf_counter()
-    name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {})
+    name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {}, evaluator)
     comp.lattice_seconds += time.perf_counter() - t
     comp.lattice_actions += lattice.actions
     while name is not None and name != "planner":
@@ -125,7 +125,8 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
                                detail="add the file, or pass its directory with --stage-path")
         question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
-            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations, question))
+            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations, question,
+                                         evaluator))
         except StageFailure as e:
             e.versions = comp.versions  # the catalog stays at the last good version
             raise
@@ -135,16 +136,17 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
 
 
 def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int,
-            question: Optional[S.Program] = None) -> Version:
+            question: Optional[S.Program] = None, evaluator: str = "auto") -> Version:
     """Run a stage and check the catalog it leaves; if given the lattice's `question`
     (`Lattice.question`), ask it in the stage's Spark action (`Version.next_stage`)."""
     from .stage import run_stage
 
     started = time.perf_counter()
-    out = run_stage(spark, stage, before.rows, program_id, max_iterations=max_iterations, lattice=question)
+    out = run_stage(spark, stage, before.rows, program_id, max_iterations=max_iterations, lattice=question,
+                    evaluator=evaluator)
     rows = mark_stage(apply(before.rows, out), program_id, stage.name)
     checking = time.perf_counter()
-    violations = check_integrity(spark, rows, program_id)
+    violations = check_integrity(spark, rows, program_id, evaluator)
     if violations:
         shown = "\n".join(f"  {check}: {what}" for check, what in violations[:20])
         raise StageFailure(stage.name, f"the catalog it produced breaks {len(violations)} integrity check(s)",
@@ -173,8 +175,9 @@ def integrity_program() -> S.Program:
     return integrity_program.program
 
 
-def check_integrity(spark, rows: CatalogRows, program_id: str) -> list:
+def check_integrity(spark, rows: CatalogRows, program_id: str, evaluator: str = "auto") -> list:
     """(check, offending id) for every violated invariant of `catalog/integrity.dl`."""
-    out = evaluate(spark, integrity_program(), rows, program_id, ["violation"], origin="integrity")
+    out = evaluate(spark, integrity_program(), rows, program_id, ["violation"], origin="integrity",
+                   evaluator=evaluator)
     check_integrity.actions = out.actions
     return sorted(out.tuples["violation"])
