@@ -256,6 +256,14 @@ def combine(s: Storage, parts: list) -> exp.Expression:
     return fn("array_distinct", union)
 
 
+def _computed_once(e) -> exp.Expression:
+    """The expression behind a non-deterministic no-op, so Spark computes the column
+    once. Spark inlines a column read by one expression into it (CollapseProject, and
+    again when planning), even when that read sits inside a lambda, where it would be
+    recomputed for every element; it never inlines a non-deterministic column."""
+    return exp.If(this=exp.LT(this=fn("spark_partition_id"), expression=lit(0)), true=exp.Null(), false=e)
+
+
 def _struct_of(var: str, columns) -> exp.Expression:
     """named_struct('k2', var.c2, ...): some columns of a tuple."""
     args = []
@@ -351,10 +359,10 @@ class Program:
             if st.recursive:
                 cols, state = self.fold(st)
                 recursive.append((st, f"{self.prefix}s{st.index}"))
-                levels.append([(f"{self.prefix}s{st.index}", state)])
+                levels.append([(f"{self.prefix}s{st.index}", _computed_once(state))])
                 levels.append(cols)
             else:
-                levels.append([(self.column[n], self.once(n, st)) for n in st.relations])
+                levels.append([(self.column[n], _computed_once(self.once(n, st))) for n in st.relations])
         outputs = [(f"{self.prefix}o{i}", exp.column(self.column[n])) for i, n in enumerate(wanted)]
         for st, col in recursive:  # the fold's iterations and final sizes, not its tuples again
             state = exp.column(col)
