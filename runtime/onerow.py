@@ -294,15 +294,20 @@ class Built:
         return exp.select(*[exp.alias_(e, o) for o, e in self.outputs], copy=False).from_(
             exp.Subquery(this=row, alias=exp.TableAlias(this=exp.to_identifier("l"))), copy=False)
 
-    def frame(self, spark):
+    def frame(self, spark, below=None):
         """The evaluation as a DataFrame built a level at a time: Spark analyzes each
         level's new expressions once, over an already analyzed child (one statement
-        would be re-resolved whole, once per level of nesting)."""
-        df = spark.range(1)
+        would be re-resolved whole, once per level of nesting). `below`: the frame of
+        another program, whose columns this one's levels add to (column names are
+        prefixed per program), so several programs share one row and one action."""
+        df = spark.range(1) if below is None else below
         for k, level in enumerate(self.levels):
             cols = [exp.alias_(e, c, copy=False).sql(_DIALECT) for c, e in level]
-            df = df.selectExpr(*cols) if k == 0 else df.selectExpr("*", *cols)
-        return df.selectExpr(*[exp.alias_(e, o).sql(_DIALECT) for o, e in self.outputs])
+            df = df.selectExpr(*cols) if k == 0 and below is None else df.selectExpr("*", *cols)
+        return df
+
+    def output_columns(self) -> list:
+        return [exp.alias_(e, o).sql(_DIALECT) for o, e in self.outputs]
 
 
 class Program:
@@ -472,7 +477,7 @@ def probe_types(spark, dataflow: Dataflow, inputs: dict, *, now: str) -> dict:
     key = (shape.to_json(), tuple(sorted((n, i.types) for n, i in inputs.items())))
     if key not in _TYPES:
         probe = Program(dataflow, inputs, max_iterations=1, now="1970-01-01 00:00:00").build(recursive)
-        fields = probe.frame(spark).schema.fields
+        fields = probe.frame(spark).selectExpr(*probe.output_columns()).schema.fields
         _TYPES[key] = {n: [c.dataType.simpleString() for c in fields[i].dataType.elementType.fields]
                         for i, n in enumerate(recursive)}
     return _TYPES[key]
@@ -496,8 +501,8 @@ class Answer:
 
 
 def evaluate(spark, requests: list, now: str) -> tuple:
-    """Evaluate several programs in one Spark action (their one-row statements cross
-    joined): (an `Answer` per request, (seconds building, seconds of the action)).
+    """Evaluate several programs in one Spark action (their levels stacked on one row):
+    (an `Answer` per request, (seconds building, seconds of the action)).
     Raises Unsupported before any Spark call."""
     import time
 
@@ -514,9 +519,10 @@ def evaluate(spark, requests: list, now: str) -> tuple:
         program = Program(r.dataflow, r.inputs, max_iterations=r.max_iterations, now=now, types=types,
                           prefix=f"p{k}_")
         built.append(program.build(r.wanted))
-    frame = built[0].frame(spark)
-    for b in built[1:]:
-        frame = frame.crossJoin(b.frame(spark))
+    frame = None
+    for b in built:
+        frame = b.frame(spark, frame)
+    frame = frame.selectExpr(*[c for b in built for c in b.output_columns()])
     built_at = time.perf_counter()
     row = frame.collect()[0]
     done = time.perf_counter()

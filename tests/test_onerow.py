@@ -119,3 +119,18 @@ def test_programs_with_lists_fall_back_to_the_engine(spark):
     before = len(st.FALLBACKS)
     assert _run(spark, text, ["l"], "auto")["l"] == {((1, 1),)}
     assert len(st.FALLBACKS) == before + 1 and "lists" in st.FALLBACKS[-1][1]
+
+
+def test_one_statement_reads_the_same_as_the_levels(spark):
+    """`Built.statement()`, the evaluation as one SELECT for people to read and run in
+    Spark SQL, gives the row the stacked DataFrame gives."""
+    from evita.bootstrap.planner import plan
+    from evita.runtime import onerow
+
+    dataflow = plan(parse_program(SEMANTICS, "<test>"))
+    types = onerow.probe_types(spark, dataflow, {}, now="x")
+    built = onerow.Program(dataflow, {}, max_iterations=100, now="x", types=types).build(["tc", "outdeg"])
+    with st.catalog_sized(spark):
+        by_levels = built.frame(spark).selectExpr(*built.output_columns()).collect()[0]
+        by_statement = spark.sql(built.statement().sql("spark")).collect()[0]
+    assert by_levels == by_statement and len(by_statement["ro0"]) == 13
