@@ -23,6 +23,9 @@ plan is built per iteration. For example, the transitive closure of `e` is
 
 The fold's state must keep one type, so the types of a recursive stratum's relations
 come from Spark's analysis of a probe statement (no job), remembered per program.
+The row is built a stratum at a time as DataFrames (`Built.frame`; `Built.statement`
+is the same evaluation as one SELECT, to read), and every column sits behind a
+non-deterministic no-op (`_computed_once`) so that Spark computes it once.
 
 What it does not do (`Unsupported`; the caller runs the program on `engine.run`):
 lists, nullary relations, delete rules, aggregates or keys inside recursion.
@@ -133,7 +136,15 @@ def _field(var: str, name: str) -> exp.Column:
 
 def rule_array(rule: RulePlan, source, now: str) -> exp.Expression:
     """The rule's derivations (a bag) as an array of head structs. `source(step)` is
-    the array an atom reads. An aggregated head column holds the aggregate's input."""
+    the array an atom reads. An aggregated head column holds the aggregate's input.
+
+    >>> from evita.bootstrap.parser import parse_program
+    >>> from evita.bootstrap.planner import plan
+    >>> flow = plan(parse_program("e(1, 2). t(X, Z) :- e(X, Y), e(Y, Z), !e(Z, X)."))
+    >>> rule = flow.strata[-1].init_rules[0]
+    >>> print(rule_array(rule, lambda step: exp.column(step.relation), "").sql(_DIALECT))
+    FLATTEN(TRANSFORM(e, x0 -> FLATTEN(TRANSFORM(FILTER(e, x1 -> x1.c0 = x0.c1), x1 -> IF(NOT (EXISTS(e, n2 -> n2.c0 = x1.c1 AND n2.c1 = x0.c0)), ARRAY(NAMED_STRUCT('c0', x0.c0, 'c1', x1.c1)), ARRAY())))))
+    """
     steps = rule.steps
 
     def match(step, var: str, env: dict):
