@@ -221,6 +221,11 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _first_line(e: Exception) -> str:
+    text = str(getattr(e, "java_exception", None) or e)
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
+
+
 def _complete(derived: dict, wanted) -> dict:
     for w in wanted:
         if not w.endswith("::"):
@@ -252,7 +257,8 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     `evaluator` is "engine"."""
     if evaluator == "engine":
         return None
-    from pyspark.errors import AnalysisException
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import AnalysisException, PySparkException
 
     from evita.runtime import onerow
     from evita.runtime.engine import IterationStats
@@ -280,6 +286,11 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     except EvitaError as e:
         origin = jobs[0][3]
         raise StageFailure(origin, e.first.message, _rule_at(jobs[0][0], e.first.span), e.render()) from None
+    except (PySparkException, Py4JJavaError) as e:  # failed while running, e.g. a division by zero
+        names = " + ".join(j[3] for j in jobs)
+        raise StageFailure(jobs[0][3], f"Spark failed while evaluating {names}: {_first_line(e)}",
+                           detail="evaluate it on the engine to find the rule: run_stage(..., evaluator=\"engine\")"
+                           ) from None
     done = time.perf_counter()
     out = []
     for (program, _, _, origin), request, answer in zip(jobs, requests, answers):

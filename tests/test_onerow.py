@@ -142,3 +142,8 @@ def test_one_statement_reads_the_same_as_the_levels(spark):
         by_levels = built.frame(spark).selectExpr(*built.output_columns()).collect()[0]
         by_statement = spark.sql(built.statement().sql("spark")).collect()[0]
     assert by_levels == by_statement and len(by_statement["ro0"]) == 13
+
+
+def test_a_failure_while_running_is_a_stage_failure(spark):
+    with pytest.raises(st.StageFailure, match="Spark failed while evaluating test"):
+        _run(spark, "n(1). n(0). q(Y) :- n(X), Y := 10 / X, Y > 1.", ["q"], "one-row")
