@@ -293,7 +293,7 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
                            ) from None
     done = time.perf_counter()
     out = []
-    for (program, _, _, origin), request, answer in zip(jobs, requests, answers):
+    for (_, _, _, origin), answer in zip(jobs, answers):
         if answer.limit is not None:
             st, sizes = answer.limit
             growing = {n: v for n, v in sizes.items() if v}
@@ -315,17 +315,13 @@ def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, want
     Returns the engine's result and the names of the `wanted` relations."""
     from evita.runtime import engine
 
-    from .planner import plan
-
-    prog = stage_program(program, program_id, tables_read(program))
+    dataflow = _plan(program, program_id, origin)
     try:
-        dataflow = plan(prog)
         result = engine.run(dataflow, spark, inputs, max_iterations=max_iterations, local=False,
                             one_partition=True, scope=scope)
     except EvitaError as e:
         raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
-    names = [n for n in dataflow.relations if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
-    return result, names
+    return result, _wanted(dataflow, wanted)
 
 
 def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, max_iterations: int = 1000,
