@@ -143,18 +143,17 @@ def snapshot_query(rows: list, table: str):
     call). The rows travel as one JSON text parsed by Spark (`from_json`), in the
     statement itself: a DataFrame made from Python tuples would be read back through
     a Python worker by every task that scans it (~0.3 s a table here)."""
-    import json
-
     from sqlglot import exp
 
+    from evita.runtime.onerow import array_literal
     from evita.runtime.sql import fn
 
-    struct = schema.spark_struct(table)
-    names = [f"c{i}" for i in range(len(struct.fields))]
-    ddl = ",".join(f"{n}:{f.dataType.simpleString()}" for n, f in zip(names, struct.fields))
-    text = json.dumps([dict(zip(names, r)) for r in rows])
-    rows_type = exp.Literal.string(f"array<struct<{ddl}>>")
-    return exp.select(fn("inline", fn("from_json", exp.Literal.string(text), rows_type)))
+    return exp.select(fn("inline", array_literal(rows, column_types(table))))
+
+
+def column_types(table: str) -> tuple:
+    """Spark type names of a catalog table's columns."""
+    return tuple(f.dataType.simpleString() for f in schema.spark_struct(table).fields)
 
 
 # Catalog programs read a few hundred rows: every Spark job, stage and code generation
@@ -267,8 +266,7 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     requests = []
     for program, rows, _wanted_names, origin in jobs:
         dataflow = _plan(program, program_id, origin)
-        inputs = {SYS + t: onerow.ArrayInput(tuple(rows.get(t, [])), tuple(
-            f.dataType.simpleString() for f in schema.spark_struct(t).fields)) for t in tables_read(program)}
+        inputs = {SYS + t: onerow.ArrayInput(tuple(rows.get(t, [])), column_types(t)) for t in tables_read(program)}
         requests.append(onerow.Request(dataflow, inputs, _wanted(dataflow, _wanted_names), max_iterations))
     try:
         with catalog_sized(spark):
