@@ -555,13 +555,8 @@ class _Engine:
             self.full[name] = self.delta[name] = self.rebase(self.full[name])
         self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
         pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
-        iteration = 0
-        while any(sizes.get(n, 0) for n in looping):
-            iteration += 1
-            if iteration > self.max_iterations:
-                self.no_fixpoint(st, sizes)
-            t0 = time.perf_counter()
-            before = self._actions
+
+        def iterate() -> dict:
             new_delta = {}
             for name in looping:
                 s = self.df.relations[name]
@@ -580,6 +575,20 @@ class _Engine:
                     if len(pieces[name]) >= COMPACT_EVERY:
                         pieces[name] = [self.rebase(reduce(lambda a, b: a.union(b), pieces[name]))]
                     self.full[name] = reduce(lambda a, b: a.union(b), pieces[name])
+            return sizes
+        self.to_fixpoint(st, looping, sizes, iterate)
+
+    def to_fixpoint(self, st: Stratum, looping: list, sizes: dict, iterate) -> None:
+        """Call `iterate` (one semi-naive round; returns the new deltas' sizes) while a
+        looping relation gained tuples, within the iteration limit, with stats per round."""
+        iteration = 0
+        while any(sizes.get(n, 0) for n in looping):
+            iteration += 1
+            if iteration > self.max_iterations:
+                self.no_fixpoint(st, sizes)
+            t0 = time.perf_counter()
+            before = self._actions
+            sizes = iterate()
             self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
                                              time.perf_counter() - t0))
 
@@ -605,13 +614,8 @@ class _Engine:
         self.retype_empty_starts(st, sizes)
         self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
         pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
-        iteration = 0
-        while any(sizes.get(n, 0) for n in looping):
-            iteration += 1
-            if iteration > self.max_iterations:
-                self.no_fixpoint(st, sizes)
-            t0 = time.perf_counter()
-            before = self._actions
+
+        def iterate() -> dict:
             new_delta = {}
             for name in looping:
                 new = exp.except_(self.union_select(self.candidates(name, st.delta_rules), []),
@@ -628,8 +632,8 @@ class _Engine:
                 if len(pieces[name]) >= COMPACT_EVERY:
                     pieces[name] = [whole := self.materialize(whole)]
                 self.full[name] = whole
-            self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
-                                             time.perf_counter() - t0))
+            return sizes
+        self.to_fixpoint(st, looping, sizes, iterate)
 
     def retype_empty_starts(self, st: Stratum, sizes: dict) -> None:
         """A relation of a recursive stratum that starts empty has untyped (string)
