@@ -166,12 +166,15 @@ def mark_stage(rows: CatalogRows, program_id: str, stage: str) -> CatalogRows:
 
 
 def integrity_program() -> S.Program:
-    """`catalog/integrity.dl`, parsed once."""
+    """`catalog/integrity.dl` with the ownership checks the schema declares, parsed once."""
     from .checks import check_program
-    from .parser import parse_file
+    from .parser import parse_file, parse_program
 
     if not hasattr(integrity_program, "program"):
-        integrity_program.program = check_program(parse_file(package_root() / "catalog" / "integrity.dl"))
+        written = parse_file(package_root() / "catalog" / "integrity.dl")
+        owners = parse_program(schema.ownership_checks(), "<catalog/schema.py ownership>")
+        integrity_program.program = check_program(replace(written, statements=written.statements
+                                                          + owners.statements))
     return integrity_program.program
 
 

@@ -28,6 +28,14 @@ _log = logging.getLogger("evita")
 SYS = "sys::"
 INSERT = "insert::"
 REMOVE = "remove::"
+UPDATE = "update::"
+PRIMITIVE = "stage::"
+# The stage primitives a head may name (docs/stages.md): their columns and types.
+PRIMITIVES = {
+    "copy_rule": (("rule", "symbol"), ("to", "symbol"), ("name", "symbol")),
+    "copy_term": (("term", "symbol"), ("rule", "symbol"), ("pos", "number")),
+    "error": (("at", "symbol"), ("code", "symbol"), ("message", "symbol")),
+}
 TRIGGER = "programEvent"
 LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
 BOOTSTRAP_STAGES = ("parse", "planner")
@@ -78,6 +86,9 @@ def find_stages(stage_paths=()) -> dict:
 class StageOutput:
     inserts: CatalogRows
     deletes: dict  # table -> list of patterns (tuples with None for "any")
+    updates: dict = field(default_factory=dict)  # table -> [(row, named fields)]
+    copies: list = field(default_factory=list)  # stage::copy_rule tuples
+    term_copies: list = field(default_factory=list)  # stage::copy_term tuples
     actions: int = 0
     seconds: float = 0.0
     stats: list = field(default_factory=list)
@@ -96,30 +107,59 @@ class StageFailure(Exception):
 
 
 def stage_program(program: S.Program, program_id: str, tables_read: set) -> S.Program:
-    """The stage as a plain program: inserts/deletes renamed, catalog relations declared,
-    the trigger fact added."""
+    """The stage as a plain program: inserts, updates and deletes renamed, catalog
+    relations and primitives declared, the trigger fact added."""
     statements: list = []
     for st in program.statements:
         if isinstance(st, S.Rule) and st.head.relation.startswith(SYS):
-            table = st.head.relation[len(SYS):]
-            target = (REMOVE if st.delete else INSERT) + table
-            args = tuple(S.Const(None, S.NULL) if isinstance(a, S.Wildcard) else a for a in st.head.args)
-            st = replace(st, head=replace(st.head, relation=target, args=args, named=False), delete=False)
-        statements.append(st)
+            statements.append(_catalog_head(st))
+        else:
+            if isinstance(st, S.Rule) and st.head.relation.startswith(PRIMITIVE):
+                _check_primitive(st)
+            statements.append(st)
     decls = [S.Declaration(TRIGGER, (S.Column("program", "symbol"),))]
+    for name, cols in PRIMITIVES.items():
+        decls.append(S.Declaration(PRIMITIVE + name, tuple(S.Column(c, t) for c, t in cols)))
     for table in sorted(_tables_written(statements) | tables_read):
         cols = tuple(S.Column(c.name, _TYPES[c.type]) for c in schema.table(table).columns)
         for prefix in (SYS, INSERT, REMOVE):
             decls.append(S.Declaration(prefix + table, cols))
+        decls.append(S.Declaration(UPDATE + table, cols + (S.Column("fields", "symbol"),)))
     trigger = S.Fact(S.Atom(TRIGGER, (S.Const(program_id, S.STRING),)))
     return replace(program, statements=tuple(decls) + (trigger,) + tuple(statements))
+
+
+def _catalog_head(rule: S.Rule) -> S.Rule:
+    """`sys::T` in a head: a deletion pattern, an update of the named fields of the row
+    with the named key, or an insertion (fields left out are null)."""
+    table = schema.table(rule.head.relation)
+    args = rule.head.args
+    named = [c for c, a in zip(table.column_names, args) if not isinstance(a, S.Wildcard)]
+    nulls = tuple(S.Const(None, S.NULL) if isinstance(a, S.Wildcard) else a for a in args)
+    if rule.delete:
+        head = replace(rule.head, relation=REMOVE + table.name, args=nulls, named=False)
+    elif rule.head.named and len(named) < len(args) and set(table.key) <= set(named):
+        head = replace(rule.head, relation=UPDATE + table.name, named=False,
+                       args=nulls + (S.Const(",".join(named), S.STRING),))
+    else:
+        head = replace(rule.head, relation=INSERT + table.name, args=nulls, named=False)
+    return replace(rule, head=head, delete=False)
+
+
+def _check_primitive(rule: S.Rule) -> None:
+    name = rule.head.relation[len(PRIMITIVE):]
+    cols = PRIMITIVES.get(name)
+    if cols is None or len(cols) != rule.head.arity:
+        known = ", ".join(f"{PRIMITIVE}{n}({', '.join(c for c, _ in cs)})" for n, cs in PRIMITIVES.items())
+        raise EvitaError([Diagnostic("stage-primitive", f"{rule.head.relation}/{rule.head.arity} is not a stage "
+                                     "primitive", rule.head.span, rule.head.relation, f"the primitives: {known}")])
 
 
 def _tables_written(statements) -> set:
     out = set()
     for st in statements:
         if isinstance(st, S.Rule):
-            for prefix in (INSERT, REMOVE):
+            for prefix in (INSERT, REMOVE, UPDATE):
                 if st.head.relation.startswith(prefix):
                     out.add(st.head.relation[len(prefix):])
     return out
@@ -336,7 +376,7 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
     (`runtime/onerow.py`), "engine" on the engine's SQL loop, "auto" one-row when it
     can (the default: one Spark job however deep the recursion)."""
     started = time.perf_counter()
-    jobs = [(stage.program, rows, [INSERT, REMOVE], stage.name)]
+    jobs = [(stage.program, rows, [INSERT, REMOVE, UPDATE, PRIMITIVE], stage.name)]
     if lattice is not None:
         jobs.append((lattice, CatalogRows(), ["next"], "stage_lattice"))
     one_row = run_one_row(spark, jobs, program_id, max_iterations, evaluator)
@@ -349,13 +389,39 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
     else:
         got, actions, stats, split = _run_stage_on_engine(spark, jobs, program_id, max_iterations)
     done = time.perf_counter()
-    inserts, deletes = CatalogRows(), {}
+    raise_stage_errors(stage, rows, program_id, got.get(PRIMITIVE + "error", ()))
+    inserts, deletes, updates = CatalogRows(), {}, {}
     for name, tuples in got.items():
         if name.startswith(INSERT):
             inserts[name[len(INSERT):]] = sorted(tuples, key=_key)
         elif name.startswith(REMOVE):
             deletes[name[len(REMOVE):]] = sorted(tuples, key=_key)
-    return StageOutput(inserts, deletes, actions, done - started, stats, got.get("next"), split)
+        elif name.startswith(UPDATE):
+            updates[name[len(UPDATE):]] = [(t[:-1], t[-1].split(",")) for t in sorted(tuples, key=_key)]
+    copies = sorted(got.get(PRIMITIVE + "copy_rule", ()), key=_key)
+    term_copies = sorted(got.get(PRIMITIVE + "copy_term", ()), key=_key)
+    return StageOutput(inserts, deletes, updates, copies, term_copies, actions, done - started, stats,
+                       got.get("next"), split)
+
+
+def raise_stage_errors(stage: StageFile, rows: CatalogRows, program_id: str, errors) -> None:
+    """`stage::error(At, Code, Message)` tuples -> a StageFailure whose diagnostics sit at
+    the source position of the catalog row `At` names (a rule, term, fact or relation)."""
+    if not errors:
+        return
+    program = next(iter(rows.dicts("program")), {}) if rows.get("program") else {}
+    where = {}
+    for table in ("rule", "predicate", "selection", "assignment", "fact", "relation", "query"):
+        for r in rows.dicts(table):
+            where[r["id"]] = (r.get("line") or 0, r.get("col") or 0, r.get("name") or r["id"])
+    path = program.get("path") or f"<{program_id}>"
+    diags = []
+    for at, code, message in sorted(errors, key=_key):
+        line, col, _ = where.get(at, (0, 0, at))
+        diags.append(Diagnostic(code or f"stage-{stage.name}", message, S.Span(path, line, col), "",
+                                f"reported by stage {stage.name} ({stage.path})"))
+    err = EvitaError(diags, source=program.get("text"))
+    raise StageFailure(stage.name, err.first.message, detail=err.render())
 
 
 def _run_stage_on_engine(spark, jobs: list, program_id: str, max_iterations: int):
@@ -395,20 +461,8 @@ def _rule_at(program: S.Program, span: S.Span) -> Optional[str]:
 # ---------------------------------------------------------------- applying a stage's output
 
 def apply(rows: CatalogRows, out: StageOutput) -> CatalogRows:
-    """Deletions first, then insertions; an insertion replaces the row with its key."""
-    new = CatalogRows({k: list(v) for k, v in rows.items()})
-    for table, patterns in out.deletes.items():
-        if patterns:
-            new[table] = [r for r in new.get(table, []) if not any(_matches(r, p) for p in patterns)]
-    for table, inserted in out.inserts.items():
-        decl = schema.table(table)
-        key_idx = [decl.column_names.index(k) for k in decl.key]
-        by_key = {tuple(r[i] for i in key_idx): r for r in new.get(table, [])}
-        for r in inserted:
-            by_key[tuple(r[i] for i in key_idx)] = tuple(r)
-        new[table] = list(by_key.values())
-    return new.sorted()
+    """The stage's edits applied to `rows` (`catalog/edit.py`: deletions cascade along
+    ownership, then copies, insertions, updates)."""
+    from evita.catalog import edit
 
-
-def _matches(row: tuple, pattern: tuple) -> bool:
-    return all(p is None or p == v for v, p in zip(row, pattern))
+    return edit.apply(rows, edit.Edits(out.inserts, out.deletes, out.updates, out.copies, out.term_copies))

@@ -184,10 +184,10 @@ class _Encoder:
                 self.atom(rid, i, lit)
             elif isinstance(lit, Select):
                 self.rows.add("selection", program=self.pid, id=tid, rule=rid, pos=i,
-                              expr=self.expr(rid, tid, lit.expr), line=line, col=col)
+                              expr=self.expr(rid, tid, tid, lit.expr), line=line, col=col)
             elif isinstance(lit, Assign):
                 self.rows.add("assignment", program=self.pid, id=tid, rule=rid, pos=i,
-                              var=lit.var.name, expr=self.expr(rid, tid, lit.expr), line=line, col=col)
+                              var=lit.var.name, expr=self.expr(rid, tid, tid, lit.expr), line=line, col=col)
             else:
                 _fail("not-encodable", f"cannot store a {type(lit).__name__} body literal "
                       "(the parser lowers body aggregates to atoms)", lit)
@@ -219,18 +219,18 @@ class _Encoder:
             if isinstance(t.arg, Var):
                 row.update(var=t.arg.name)
             elif t.arg is not None:
-                row.update(expr=self.expr(rule_id, f"{pid}.{pos}", t.arg))
+                row.update(expr=self.expr(rule_id, pid, f"{pid}.{pos}", t.arg))
         else:
-            row.update(kind="expr", expr=self.expr(rule_id, f"{pid}.{pos}", t))
+            row.update(kind="expr", expr=self.expr(rule_id, pid, f"{pid}.{pos}", t))
         self.rows.add("argument", **row)
 
-    def expr(self, rule_id: str, owner: str, t) -> str:
+    def expr(self, rule_id: str, term: str, owner: str, t) -> str:
         root = f"{owner}.e"
-        self._node(rule_id, root, None, None, t)
+        self._node(rule_id, term, root, None, None, t)
         return root
 
-    def _node(self, rule_id: str, nid: str, parent, seq, t) -> None:
-        row = dict(program=self.pid, id=nid, rule=rule_id, parent=parent, seq=seq)
+    def _node(self, rule_id: str, term: str, nid: str, parent, seq, t) -> None:
+        row = dict(program=self.pid, id=nid, rule=rule_id, term=term, parent=parent, seq=seq)
         children = ()
         if isinstance(t, Var):
             row.update(kind="var", name=t.name)
@@ -258,7 +258,7 @@ class _Encoder:
                   "aggregates belong at the top level of a head argument")
         self.rows.add("expression", **row)
         for i, c in enumerate(children):
-            self._node(rule_id, f"{nid}.{i}", nid, i, c)
+            self._node(rule_id, term, f"{nid}.{i}", nid, i, c)
 
     def fact(self, pos: int, f: Fact) -> None:
         fid = f"{self.pid}:fact{pos}"

@@ -24,6 +24,13 @@ class Col:
     doc: str
     nullable: bool = True
     source: bool = False  # provenance only: ignored by catalog comparison
+    owner: tuple = ()  # tables whose `id` this column names: the row belongs to that row
+
+
+def owned(name, doc, *owners) -> Col:
+    """A column naming the row this one belongs to: deleting the owner deletes the row
+    (stage primitive), and a row whose owner is missing violates integrity."""
+    return Col(name, STRING, doc, owner=tuple(owners))
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,10 @@ class Table:
             if c.name == name:
                 return c
         raise KeyError(f"{self.name} has no column {name!r}")
+
+    @property
+    def owner_columns(self) -> list:
+        return [c for c in self.columns if c.owner]
 
     @property
     def compared_columns(self) -> list:
@@ -95,12 +106,16 @@ TABLES = (
         ("size", STRING, "materialize size bound: 'infinity' or a count"),
         ("input", BOOL, "read from outside (.input)"),
         ("output", BOOL, "written out (.output)"),
+        ("distribution", STRING, "how a stage placed it on Spark: 'partitioned' (on its partition_column "
+                                 "rows), 'replicated' (a copy in every task) or 'broadcast' (joins broadcast it); "
+                                 "null leaves it to Spark"),
+        ("cached", BOOL, "a stage asked to keep it in memory once computed (read several times)"),
         ("pos", INT, "ordinal of its declaration statement, null if implicit"),
         _LINE, _COL,
     ], ["id"], "table", order=["program", "name"]),
     _t("relation_column", "Declared columns of a relation, one row each.", [
         ("program", STRING, "program id"),
-        ("relation", STRING, "relation id"),
+        owned("relation", "relation id", "relation"),
         ("pos", INT, "0-based column position"),
         ("name", STRING, "column name (c0, c1, ... when undeclared)"),
         ("type", STRING, "number, unsigned, float, symbol or any"),
@@ -108,15 +123,28 @@ TABLES = (
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
         ("program", STRING, "program id"),
         ("id", STRING, "index id: relation id + ':primary'"),
-        ("relation", STRING, "relation id"),
+        owned("relation", "relation id", "relation"),
         ("kind", STRING, "'primary' (more kinds come with the planner)"),
     ], ["id"], "index"),
     _t("index_column", "Key columns of an index, one row each.", [
         ("program", STRING, "program id"),
-        ("index", STRING, "index id"),
+        owned("index", "index id", "index"),
         ("seq", INT, "0-based order within the key"),
         ("col", INT, "0-based column position in the relation"),
     ], ["index", "seq"]),
+    _t("partition_column", "Columns a partitioned relation is hash-partitioned on, one row each.", [
+        ("program", STRING, "program id"),
+        owned("relation", "relation id", "relation"),
+        ("seq", INT, "0-based order within the partitioning key"),
+        ("col", INT, "0-based column position in the relation"),
+    ], ["relation", "seq"]),
+    _t("stratum", "How a stage chose to evaluate the recursive stratum deriving a relation.", [
+        ("program", STRING, "program id"),
+        owned("relation", "relation id of a relation the stratum derives", "relation"),
+        ("strategy", STRING, "'local': partitioned, each partition runs to its own fixpoint inside one task; "
+                             "'distributed': the per-iteration loop on Spark"),
+        ("reason", STRING, "why, in words (shown by evita plan)"),
+    ], ["relation"]),
     _t("rule", "Rules of a program (Fig 3.2 `rule`).", [
         ("id", STRING, "rule id: program:name"),
         ("program", STRING, "program id"),
@@ -128,12 +156,13 @@ TABLES = (
         ("time", STRING, "Dedalus head time: null, 'next' or 'async'"),
         ("component", STRING, "component name, if inside one"),
         ("term_count", INT, "number of terms: head + body literals"),
+        ("origin", STRING, "for a rule a stage made: the id of the user's rule it came from (null as written)"),
         _LINE, _COL,
     ], ["id"], "rule", order=["program", "pos"]),
     _t("predicate", "Atoms: heads (pos 0) and body subgoals (Fig 3.2 `predicate`).", [
         ("program", STRING, "program id"),
         ("id", STRING, "predicate id: rule id#pos"),
-        ("rule", STRING, "owning rule id (or query id)"),
+        owned("rule", "owning rule id (or query id)", "rule", "query"),
         ("pos", INT, "term position in the rule; 0 is the head"),
         ("relation", STRING, "relation name"),
         ("negated", BOOL, "`notin` / `!`"),
@@ -141,12 +170,13 @@ TABLES = (
         ("arity", INT, "number of arguments"),
         ("location", INT, "argument position of the @ location specifier, or null"),
         ("named", BOOL, "written with named fields"),
-        ("method", STRING, "join method chosen by a later stage, or null"),
+        ("method", STRING, "join method chosen by a stage: broadcast, shuffle_hash, merge, nested; "
+                           "null lets Spark choose"),
         _LINE, _COL,
     ], ["id"], "predicate", order=["rule", "pos"]),
     _t("argument", "Arguments of atoms, one row per position: variable, constant or expression.", [
         ("program", STRING, "program id"),
-        ("predicate", STRING, "predicate id"),
+        owned("predicate", "predicate id", "predicate"),
         ("pos", INT, "0-based argument position"),
         ("kind", STRING, "var, const, wildcard, expr or agg"),
         ("var", STRING, "variable name (kind var; agg over a variable)"),
@@ -158,7 +188,7 @@ TABLES = (
     _t("selection", "Boolean conditions in rule bodies (Fig 3.2 `select`).", [
         ("program", STRING, "program id"),
         ("id", STRING, "selection id: rule id#pos"),
-        ("rule", STRING, "rule id"),
+        owned("rule", "rule id", "rule"),
         ("pos", INT, "term position in the rule"),
         ("expr", STRING, "root expression id"),
         _LINE, _COL,
@@ -166,7 +196,7 @@ TABLES = (
     _t("assignment", "`X := expr` terms (Fig 3.2 `assign`).", [
         ("program", STRING, "program id"),
         ("id", STRING, "assignment id: rule id#pos"),
-        ("rule", STRING, "rule id"),
+        owned("rule", "rule id", "rule"),
         ("pos", INT, "term position in the rule"),
         ("var", STRING, "assigned variable"),
         ("expr", STRING, "root expression id"),
@@ -176,6 +206,8 @@ TABLES = (
         ("program", STRING, "program id"),
         ("id", STRING, "node id: owner id + '.' + child path"),
         ("rule", STRING, "rule id owning the expression"),
+        owned("term", "the predicate, selection or assignment whose tree holds the node",
+              "predicate", "selection", "assignment"),
         ("parent", STRING, "parent node id, null at the root"),
         ("seq", INT, "0-based position among the parent's children"),
         ("kind", STRING, "var, const, wildcard, call, op, cond or list"),
@@ -195,7 +227,7 @@ TABLES = (
     ], ["id"], "fact", order=["program", "pos"]),
     _t("fact_value", "Values of facts, one row per position.", [
         ("program", STRING, "program id"),
-        ("fact", STRING, "fact id"),
+        owned("fact", "fact id", "fact"),
         ("pos", INT, "0-based position"),
         ("value", STRING, "constant text"),
         ("type", STRING, "int float string bool null infinity"),
@@ -261,6 +293,24 @@ def table(name: str) -> Table:
         return BY_NAME[bare]
     except KeyError:
         raise KeyError(f"no catalog table {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def ownership_checks() -> str:
+    """Integrity checks from the ownership the columns declare, as Datalog: a row whose
+    owner is missing is a violation (`catalog/integrity.dl` holds the other checks).
+
+    >>> print(ownership_checks().splitlines()[0])
+    violation("relation_column without its relation", O) :- sys::relation_column{relation: O}, notin owner_relation_column_relation(O).
+    """
+    out = []
+    for t in TABLES:
+        for c in t.owner_columns:
+            key = "O" if t.key[0] == c.name else "K"
+            fields = f"{c.name}: O" + ("" if key == "O" else f", {t.key[0]}: K")
+            out.append(f"violation(\"{t.name} without its {' or '.join(c.owner)}\", {key}) :- "
+                       f"sys::{t.name}{{{fields}}}, notin owner_{t.name}_{c.name}(O).")
+            out += [f"owner_{t.name}_{c.name}(O) :- sys::{o}{{id: O}}." for o in c.owner]
+    return "\n".join(out) + "\n"
 
 
 def markdown() -> str:
