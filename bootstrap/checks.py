@@ -288,5 +288,12 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
                                  "facts hold constants only; write a rule to compute values")
 
 
+def check_strata(program: Program) -> list:
+    """Stratified negation and aggregation, one aggregate shape per relation (`strata.py`)."""
+    from . import strata
+
+    return strata.diagnose(program)
+
+
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts)
+          check_aggregates, check_facts, check_strata)

@@ -1,64 +1,61 @@
-"""The planner: a program (as decoded from the catalog) -> a physical dataflow.
+"""The planner: a program as the stages left it in the catalog -> a physical dataflow.
 
-This is the bootstrap path, as P2's first compiler took it: the planner stratifies the
-program, differentiates rules into event-condition-action form itself (seed 002 §3.2:
-one ECA rule per body atom whose relation changes within the stratum, driven by that
-relation's delta), and keeps each body in the order written. When a later stage has
-already marked delta atoms (`Atom.delta`), those rules are taken as given.
+The planner is a reader. It stratifies (`strata.py`), keeps every rule body in the order
+of the catalog's positions, and copies the physical decisions stages wrote
+(`Program.physical`, decoded from the catalog): which atom's delta drives a rule
+(`predicate.delta`, from `stages/delta.dl`), join methods (`predicate.method`), how a
+relation is placed and cached (`relation.distribution`, `relation.cached`,
+`partition_column`) and how a recursive stratum runs (`stratum`, from
+`stages/decompose.dl`). Where no stage decided, one default each, documented in
+`docs/runtime.md`: no hint (Spark chooses by size), nothing cached, the distributed
+semi-naive loop; and a rule that reads its own stratum without a delta atom is
+evaluated in full every iteration (naive, still correct).
 
-It also decides when a recursive stratum is decomposable (seed 003 §3, seed 001): linear
-recursion whose recursive relation keeps one column unchanged from body to head can be
-partitioned on that column, the other relations replicated, and each partition run to
-its own fixpoint without coordination. That decision belongs to a partitioning stage
-later; the dataflow carries it (`Stratum.local`) so the runtime does not care who made it.
+Selections and assignments are placed where their variables are first bound: their
+place in the pipeline does not change the result, only whether it can be computed.
 
->>> from evita.bootstrap.syntax import Atom, Rule, Var, Program
->>> X, Y, Z = Var("X"), Var("Y"), Var("Z")
->>> tc = Program("tc", (
-...     Rule("r1", Atom("tc", (X, Y)), (Atom("edge", (X, Y)),)),
-...     Rule("r2", Atom("tc", (X, Z)), (Atom("tc", (X, Y)), Atom("edge", (Y, Z)))),
-... ))
->>> df = plan(tc)
->>> [r.name for r in df.strata[0].delta_rules]
-['r2_d1']
->>> df.strata[0].local.partition
-(0,)
+>>> from evita.bootstrap.parser import parse_program
+>>> df = plan(parse_program("r1 tc(X, Y) :- e(X, Y).\\nr2 tc(X, Z) :- delta tc(X, Y), e(Y, Z)."))
+>>> [(r.name, r.driven_by) for r in df.strata[0].delta_rules], df.strata[0].strategy
+([('r2', 'tc')], 'distributed')
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 from typing import Optional
 
 from ..runtime.dataflow import (
-    Aggregation, Dataflow, LocalPlan, RulePlan, Step, Storage, Stratum, term_text,
+    DELETION_SUFFIX, Aggregation, Dataflow, LocalPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
+    term_text,
 )
+from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
 
-PREMAPPABLE = ("min", "max")
-DELETION_SUFFIX = "#delete"
+PREMAPPABLE = G.PREMAPPABLE
+__all__ = ["plan", "plan_catalog", "const_value", "deletion_relation", "DELETION_SUFFIX"]
 
 
-def deletion_relation(relation: str) -> str:
-    """The relation that collects a `delete` rule's tuples until the timestep ends."""
-    return relation + DELETION_SUFFIX
+def plan(program: S.Program) -> Dataflow:
+    """Plan `program` (checked: `checks.check_program` has passed)."""
+    return _Planner(program).run()
 
 
-def plan(program: S.Program, *, methods: Optional[dict] = None) -> Dataflow:
-    """Plan `program`. `methods` maps (rule label, body position) to a join method, the
-    hook through which a System R / Cascades stage will pass its choices."""
-    from .differentiate import differentiate
+def plan_catalog(rows, program_id: str) -> Dataflow:
+    """The dataflow of a program stored in the catalog: a function of the rows alone."""
+    from evita.catalog.decode import decode
 
-    if not any(isinstance(l, S.Atom) and l.delta for r in program.rules for l in r.body):
-        program = differentiate(program)  # no delta stage ran: the bootstrap path
-    return _Planner(program, methods or {}).run()
+    return plan(decode(rows, program_id))
 
 
 class _Planner:
-    def __init__(self, program: S.Program, methods: dict):
+    def __init__(self, program: S.Program):
         self.program = program
-        self.methods = methods
+        phys = program.physical
+        self.methods = dict(phys.methods)
+        self.distribution = dict(phys.distribution)
+        self.partition = dict(phys.partition)
+        self.strategy = {rel: (how, why) for rel, how, why in phys.strategy}
         self.diags: list = []
 
     def fail(self, code, message, span, text="", hint=""):
@@ -72,46 +69,46 @@ class _Planner:
 
     def run(self) -> Dataflow:
         prog = self.program
-        rules = [r for r in prog.rules if r.time != "next"]
+        rules = G.same_timestep(prog, writes=True)
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)
         self.raise_if_failed()
-        self.aggregations(rules, relations)
-        self.raise_if_failed()
+        shapes = G.relation_shapes(rules)
+        for name, shape in shapes.items():
+            relations[name].aggregates = tuple(Aggregation(i, f) for i, f in shape)
+            relations[name].keys = None
 
         heads = defaultdict(list)
         for r in rules:
-            heads[self.head_of(r)].append(r)
-        graph = self.dependency_graph(rules)
-        sccs = _tarjan([n for n in relations if n in heads], graph)
+            heads[G.head_of(r)].append(r)
+        graph = G.dependency_graph(rules)
+        sccs = G.components([n for n in relations if n in heads], graph)
         scc_of = {n: i for i, comp in enumerate(sccs) for n in comp}
-        self.check_stratified(sccs, scc_of, graph, relations)
-        self.raise_if_failed()
+        for comp in sccs:
+            for name in G.premappable(comp, graph, shapes):
+                agg = relations[name].aggregates[0]
+                relations[name].aggregates = (Aggregation(agg.column, agg.func, True),)
 
         # One stratum per level of the condensed graph: SCCs at the same level do not
         # depend on each other, so one semi-naive loop (one Spark action per iteration)
         # serves them all.
         level: dict = {}
-        for i, comp in enumerate(sccs):  # Tarjan emits dependencies first
+        for i, comp in enumerate(sccs):  # dependencies come first
             deps = [scc_of[b] for h in comp for (b, _, _) in graph.get(h, ()) if b in scc_of and scc_of[b] != i]
             level[i] = 1 + max((level[d] for d in deps), default=-1)
         order = list(relations)
         strata = []
         for lv in sorted(set(level.values())):
             members = sorted((n for i, comp in enumerate(sccs) if level[i] == lv for n in comp), key=order.index)
-            recursive = any(self.is_recursive(sccs[scc_of[n]], graph) for n in members)
+            recursive = any(G.is_recursive(sccs[scc_of[n]], graph) for n in members)
             strata.append(self.stratum(len(strata), members, recursive, heads, relations))
         for st in strata:
             for n in st.relations:
                 relations[n].stratum = st.index
-        self.storage_hints(strata, relations)
         facts = self.facts(prog, relations)
         self.raise_if_failed()
         queries = tuple(q.atom for q in prog.of(S.Query))
         return Dataflow(prog.name, relations, facts, strata, queries, deferred)
-
-    def head_of(self, rule: S.Rule) -> str:
-        return deletion_relation(rule.head.relation) if rule.delete else rule.head.relation
 
     # ------------------------------------------------------------ relations
 
@@ -159,6 +156,9 @@ class _Planner:
             if k is not None and (len(k) == 0 or set(k) == set(range(n))):
                 k = None  # a key over every column is plain set semantics
             out[name] = Storage(name, n, cols, types, "derived" if name in derived else "base", k,
+                                partition=self.partition.get(name, ()),
+                                broadcast=self.distribution.get(name) in ("broadcast", "replicated"),
+                                cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io)
         for r in rules:
             if r.delete:
@@ -167,123 +167,37 @@ class _Planner:
                 out.setdefault(name, Storage(name, base.arity, base.columns, base.types, "deletion"))
         return out
 
-    def aggregations(self, rules: list, relations: dict):
-        by_rel = defaultdict(list)
-        for r in rules:
-            by_rel[self.head_of(r)].append(r)
-        for name, rs in by_rel.items():
-            shapes = {tuple((i, a.func) for i, a in enumerate(r.head.args) if isinstance(a, S.Aggregate)) for r in rs}
-            agg_shapes = {s for s in shapes if s}
-            if not agg_shapes:
-                continue
-            if len(agg_shapes) > 1:
-                r = next(r for r in rs if r.head.args and any(isinstance(a, S.Aggregate) for a in r.head.args))
-                self.fail("aggregate-mismatch", f"the rules deriving {name} aggregate different columns or with "
-                          f"different functions", r.span, term_text(r.head),
-                          "give every rule of a relation the same aggregates in the same positions")
-                continue
-            shape = next(iter(agg_shapes))
-            if () in shapes and not all(f in PREMAPPABLE for _, f in shape):
-                r = next(r for r in rs if not any(isinstance(a, S.Aggregate) for a in r.head.args))
-                self.fail("aggregate-mismatch", f"rule {r.name} derives {name} without the aggregate the other "
-                          "rules of it use", r.span, term_text(r.head),
-                          "only min and max aggregates may be mixed with plain rules")
-                continue
-            relations[name].aggregates = tuple(Aggregation(i, f) for i, f in shape)
-            relations[name].keys = None
-
-    # ------------------------------------------------------------ stratification
-
-    def dependency_graph(self, rules: list) -> dict:
-        """head -> [(body relation, label, rule)], label 'pos', 'neg' or an aggregate function."""
-        graph = defaultdict(list)
-        for r in rules:
-            aggs = [a.func for a in r.head.args if isinstance(a, S.Aggregate)]
-            for lit in r.body:
-                if isinstance(lit, S.Atom):
-                    label = "neg" if lit.negated else (aggs[0] if aggs else "pos")
-                    graph[self.head_of(r)].append((lit.relation, label, (r, lit)))
-        return graph
-
-    @staticmethod
-    def is_recursive(comp: list, graph: dict) -> bool:
-        members = set(comp)
-        return len(comp) > 1 or any(b in members for h in comp for (b, _, _) in graph.get(h, ()))
-
-    def check_stratified(self, sccs, scc_of, graph, relations):
-        for i, comp in enumerate(sccs):
-            members = set(comp)
-            for head in comp:
-                for body, label, (rule, atom) in graph.get(head, ()):
-                    if body not in members or label == "pos":
-                        continue
-                    if label in PREMAPPABLE:
-                        agg = relations[head].aggregates
-                        if len(agg) == 1:
-                            relations[head].aggregates = (Aggregation(agg[0].column, agg[0].func, True),)
-                            continue
-                        why = "more than one aggregate column inside recursion"
-                    elif label == "neg":
-                        why = f"negation of {body}"
-                    else:
-                        why = f"the {label} aggregate (only min and max may sit inside recursion)"
-                    cycle = _cycle(head, body, graph, members)
-                    where = "; ".join(f"{a} -> {b} in rule {r.name} at {r.span}" for a, b, r in cycle)
-                    names = " -> ".join([c[0] for c in cycle] + [cycle[0][0]])
-                    self.fail("unstratifiable", f"relation cycle {names} goes through {why} ({where})",
-                              atom.span if atom.span != S.NOWHERE else rule.span, term_text(atom),
-                              "a relation may not depend on its own negation or count/sum/avg/set/list "
-                              "aggregate; split the recursion into strata")
-
-    # ------------------------------------------------------------ rules -> ECA plans
+    # ------------------------------------------------------------ rules -> pipelines
 
     def stratum(self, index, members, recursive, heads, relations) -> Stratum:
         here = set(members)
         init, delta = [], []
-        once = set()  # ECA rules driven from a lower stratum run once, when the stratum starts
-
-        def plain(rule):
-            # The rule's meaning: order and delta marks aside.
-            return rule.head, frozenset(replace(l, delta=False) if isinstance(l, S.Atom) else l for l in rule.body)
-
-        def driver_of(rule):
-            return next((l for l in rule.body if isinstance(l, S.Atom) and l.delta), None)
-
-        # Rules with a sibling driven by this stratum's own delta: those siblings see every
-        # tuple of the stratum, so a sibling driven from below adds nothing.
-        covered = {plain(r) for n in members for r in heads[n]
-                   if driver_of(r) is not None and driver_of(r).relation in here}
         for name in members:
             for rule in heads[name]:
-                marked = [i for i, l in enumerate(rule.body) if isinstance(l, S.Atom) and l.delta]
-                if marked:  # ECA form (from the delta stage or the bootstrap differentiation)
-                    driver = rule.body[marked[0]]
-                    if driver.relation in here:
-                        delta.append(self.rule_plan(rule, rule.name, marked[0], relations))
-                        continue
-                    # Its delta is the whole lower relation: the rule is an ordinary join, and
-                    # its siblings driven by other lower relations compute the same join.
-                    if plain(rule) in once or plain(rule) in covered:
-                        continue
-                    once.add(plain(rule))
-                    if not any(isinstance(l, S.Atom) and not l.negated and l.relation in here for l in rule.body):
-                        init.append(self.rule_plan(rule, rule.name, None, relations))
-                        continue
-                    # hand-written, and it reads the stratum: differentiate it as below
-                    rule = replace(rule, body=tuple(replace(l, delta=False) if isinstance(l, S.Atom) else l
-                                                    for l in rule.body))
-                rec = [i for i, l in enumerate(rule.body)
-                       if isinstance(l, S.Atom) and not l.negated and l.relation in here]
-                if not rec:
-                    init.append(self.rule_plan(rule, rule.name, None, relations))
-                for i in rec:
-                    delta.append(self.rule_plan(rule, f"{rule.name}_d{i + 1}", i, relations))
-        return Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
+                drivers = [l for l in rule.body if isinstance(l, S.Atom) and l.delta and l.relation in here]
+                reads_here = any(isinstance(l, S.Atom) and not l.negated and l.relation in here for l in rule.body)
+                if drivers:
+                    delta.append(self.rule_plan(rule, drivers[0].relation, relations))
+                elif reads_here:  # no stage differentiated it: the whole rule, every iteration
+                    delta.append(self.rule_plan(rule, None, relations))
+                else:  # reads lower strata only (a delta there is the whole relation): once
+                    init.append(self.rule_plan(rule, None, relations))
+        st = Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
+        chosen = [(self.strategy[n], n) for n in members if n in self.strategy]
+        if recursive and chosen:
+            (how, why), rel = chosen[0]
+            st.strategy, st.reason = how, why
+            if how == "local":
+                reads = {s.relation for r in st.delta_rules for s in r.steps if s.relation and s.relation != rel}
+                st.local = LocalPlan(rel, self.partition.get(rel, ()),
+                                     tuple(sorted(n for n in reads if n in self.distribution)), why)
+        elif recursive:
+            st.strategy, st.reason = "distributed", "default: no stage chose a strategy"
+        return st
 
-    def rule_plan(self, rule: S.Rule, name: str, driver: Optional[int], relations) -> RulePlan:
-        lits = list(rule.body)
-        if driver is not None:  # the event drives the pipeline: it goes first
-            lits = [lits[driver]] + lits[:driver] + lits[driver + 1:]
+    def rule_plan(self, rule: S.Rule, driven_by: Optional[str], relations) -> RulePlan:
+        """The rule's pipeline in the catalog's order: atoms as written, each selection or
+        assignment as soon as its variables are bound."""
         positive_vars = set()
         for l in rule.body:
             if isinstance(l, S.Atom) and not l.negated:
@@ -297,11 +211,9 @@ class _Planner:
         def ready(l) -> bool:
             if isinstance(l, S.Atom):
                 return set(S.atom_vars(l)) & positive_vars <= bound
-            if isinstance(l, S.Assign):
-                return set(S.term_vars(l.expr)) <= bound
             return set(S.term_vars(l.expr)) <= bound
 
-        def emit(l, force=False):
+        def emit(l):
             if isinstance(l, S.Atom):
                 keys = tuple(v for v in S.atom_vars(l) if v in bound)
                 if l.negated:
@@ -309,10 +221,9 @@ class _Planner:
                 else:
                     op = "scan" if not steps else "join"
                     bound.update(S.atom_vars(l))
-                pos = rule.body.index(l) + 1
-                method = self.methods.get((rule.name, pos), "")
-                is_driver = driver is not None and l is rule.body[driver]
-                steps.append(Step(op, l.relation, l.args, is_driver, keys, method, span=l.span))
+                method = self.methods.get((rule.name, rule.body.index(l) + 1), "")
+                steps.append(Step(op, l.relation, l.args, l.delta and l.relation == driven_by, keys, method,
+                                  span=l.span))
             elif isinstance(l, S.Assign):
                 if l.var.name in bound:  # already bound: the assignment is a test
                     steps.append(Step("filter", expr=S.BinOp("==", l.var, l.expr), span=l.span))
@@ -332,7 +243,7 @@ class _Planner:
                         emit(l)
                         progress = True
 
-        for l in lits:
+        for l in rule.body:
             if isinstance(l, S.Atom) and not l.negated:
                 emit(l)
             else:
@@ -340,75 +251,8 @@ class _Planner:
             flush()
         for l in pending:  # unsafe rules are the static checks' business; keep them visible
             emit(l)
-        driven = rule.body[driver].relation if driver is not None else None
-        return RulePlan(name, rule.name, self.head_of(rule), rule.head.args, tuple(steps), driven,
+        return RulePlan(rule.name, rule.name, G.head_of(rule), rule.head.args, tuple(steps), driven_by,
                         rule.delete, rule.span)
-
-    # ------------------------------------------------------------ storage and decomposition
-
-    def storage_hints(self, strata: list, relations: dict):
-        uses = defaultdict(int)
-        for st in strata:
-            for r in st.init_rules + st.delta_rules:
-                for s in r.steps:
-                    if s.relation:
-                        uses[s.relation] += 1
-        # Cache what is read more than once, and what a loop reads every iteration.
-        for name, s in relations.items():
-            s.cached = uses[name] > 1
-        for st in strata:
-            if st.recursive:
-                for n in st.relations:
-                    relations[n].cached = True
-        for st in strata:
-            lp = self.decomposition(st, relations)
-            if lp is None:
-                continue
-            st.local = lp
-            relations[lp.relation].partition = lp.partition
-            for rel in lp.replicated:
-                relations[rel].broadcast = True
-            st.delta_rules = tuple(
-                RulePlan(r.name, r.rule, r.head, r.head_args,
-                         tuple(s if s.delta or s.op not in ("join", "antijoin") or s.method
-                               else Step(s.op, s.relation, s.args, s.delta, s.keys, "broadcast", span=s.span)
-                               for s in r.steps),
-                         r.driven_by, r.delete, r.span)
-                for r in st.delta_rules)
-
-    def decomposition(self, st: Stratum, relations: dict) -> Optional[LocalPlan]:
-        """Linear recursion over one relation that carries a column unchanged from the
-        recursive atom to the head: partition on it (a discriminating set, seed 003)."""
-        looping = sorted({r.head for r in st.delta_rules})
-        if not st.recursive or len(looping) != 1:
-            return None  # the other relations of the stratum are non-recursive: run once
-        rel = looping[0]
-        store = relations[rel]
-        if store.keys is not None or store.kind != "derived":
-            return None
-        if any(a.func not in PREMAPPABLE for a in store.aggregates):
-            return None
-        candidates = None
-        replicated: list = []
-        for r in st.delta_rules:
-            atoms = [s for s in r.steps if s.op in ("scan", "join") and s.relation == rel]
-            if len(atoms) != 1 or not atoms[0].delta or r.aggregates and not store.aggregates:
-                return None
-            drv = atoms[0]
-            keep = {i for i, (h, b) in enumerate(zip(r.head_args, drv.args))
-                    if isinstance(h, S.Var) and isinstance(b, S.Var) and h.name == b.name}
-            candidates = keep if candidates is None else candidates & keep
-            for s in r.steps:
-                if s.relation and s.relation != rel and s.relation not in replicated:
-                    replicated.append(s.relation)
-        # Seed 003, Theorem 1: with min/max inside recursion the partition column must be
-        # among the group-by columns.
-        candidates = {c for c in (candidates or ()) if c in store.group_columns}
-        if not candidates:
-            return None
-        p = min(candidates)
-        return LocalPlan(rel, (p,), tuple(replicated),
-                         f"linear recursion keeps column #{p} of {rel} from body to head")
 
     # ------------------------------------------------------------ facts
 
@@ -434,70 +278,3 @@ def const_value(t):
     if isinstance(t, S.UnOp) and t.op == "-":
         return -const_value(t.arg)
     raise ValueError(term_text(t))
-
-
-def _tarjan(nodes: list, graph: dict) -> list:
-    """Strongly connected components, each after the components it depends on."""
-    index: dict = {}
-    low: dict = {}
-    stack: list = []
-    on: set = set()
-    out: list = []
-    node_set = set(nodes)
-
-    def succ(n):
-        return [b for (b, _, _) in graph.get(n, ()) if b in node_set]
-
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(succ(root)))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            n, it = work[-1]
-            nxt = next(it, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(succ(nxt))))
-                elif nxt in on:
-                    low[n] = min(low[n], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[n])
-            if low[n] == index[n]:
-                comp = []
-                while True:
-                    m = stack.pop()
-                    on.discard(m)
-                    comp.append(m)
-                    if m == n:
-                        break
-                out.append(sorted(comp, key=nodes.index))
-    return out
-
-
-def _cycle(head: str, body: str, graph: dict, members: set) -> list:
-    """The edges (from, to, rule) of a cycle that uses `body` -> `head`, in data-flow
-    order: body feeds head, head feeds ..., ... feeds body again."""
-    first_rule = next(r for (b, _, (r, _)) in graph[head] if b == body)
-    prev = {body: None}  # relation -> (relation it feeds, rule), searched backwards from body
-    queue = [body]
-    while queue and head not in prev:
-        n = queue.pop(0)
-        for b, _, (rule, _) in graph.get(n, ()):
-            if b in members and b not in prev:
-                prev[b] = (n, rule)
-                queue.append(b)
-    edges = [(body, head, first_rule)]
-    node = head
-    while node != body and prev.get(node):
-        fed, rule = prev[node]
-        edges.append((node, fed, rule))
-        node = fed
-    return edges

@@ -109,6 +109,16 @@ class StageFailure(Exception):
 def stage_program(program: S.Program, program_id: str, tables_read: set) -> S.Program:
     """The stage as a plain program: inserts, updates and deletes renamed, catalog
     relations and primitives declared, the trigger fact added."""
+    return with_trigger(catalog_form(program, tables_read), program_id)
+
+
+def with_trigger(program: S.Program, program_id: str) -> S.Program:
+    trigger = S.Fact(S.Atom(TRIGGER, (S.Const(program_id, S.STRING),)))
+    return replace(program, statements=program.statements + (trigger,))
+
+
+def catalog_form(program: S.Program, tables_read: set) -> S.Program:
+    """`stage_program` without the trigger fact (the same for every program compiled)."""
     statements: list = []
     for st in program.statements:
         if isinstance(st, S.Rule) and st.head.relation.startswith(SYS):
@@ -125,8 +135,7 @@ def stage_program(program: S.Program, program_id: str, tables_read: set) -> S.Pr
         for prefix in (SYS, INSERT, REMOVE):
             decls.append(S.Declaration(prefix + table, cols))
         decls.append(S.Declaration(UPDATE + table, cols + (S.Column("fields", "symbol"),)))
-    trigger = S.Fact(S.Atom(TRIGGER, (S.Const(program_id, S.STRING),)))
-    return replace(program, statements=tuple(decls) + (trigger,) + tuple(statements))
+    return replace(program, statements=tuple(decls) + tuple(statements))
 
 
 def _catalog_head(rule: S.Rule) -> S.Rule:
@@ -276,11 +285,15 @@ def _wanted(dataflow, wanted) -> list:
     return [n for n in dataflow.relations if any(n == w or (w.endswith("::") and n.startswith(w)) for w in wanted)]
 
 
-def _plan(program: S.Program, program_id: str, origin: str):
+def _plan(spark, program: S.Program, program_id: str, origin: str):
+    """A catalog program's dataflow: in catalog form, its rules in ECA form (the delta
+    stage, cached: `compiled_stages.py`), the trigger added."""
+    from .compiled_stages import semi_naive
     from .planner import plan
 
     try:
-        return plan(stage_program(program, program_id, tables_read(program)))
+        body = semi_naive(spark, catalog_form(program, tables_read(program)), origin)
+        return plan(with_trigger(body, program_id))
     except EvitaError as e:
         raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
 
@@ -305,7 +318,7 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     started = time.perf_counter()
     requests = []
     for program, rows, _wanted_names, origin in jobs:
-        dataflow = _plan(program, program_id, origin)
+        dataflow = _plan(spark, program, program_id, origin)
         inputs = {SYS + t: onerow.ArrayInput(tuple(rows.get(t, [])), column_types(t)) for t in tables_read(program)}
         requests.append(onerow.Request(dataflow, inputs, _wanted(dataflow, _wanted_names), max_iterations))
     try:
@@ -353,7 +366,7 @@ def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, want
     Returns the engine's result and the names of the `wanted` relations."""
     from evita.runtime import engine
 
-    dataflow = _plan(program, program_id, origin)
+    dataflow = _plan(spark, program, program_id, origin)
     try:
         result = engine.run(dataflow, spark, inputs, max_iterations=max_iterations, local=False,
                             one_partition=True, scope=scope)

@@ -246,12 +246,24 @@ Statement = Union[Rule, Fact, Declaration, Materialize, IODirective, Query, Comp
 
 
 @dataclass(frozen=True)
+class Physical:
+    """The physical decisions stages left in the catalog, for the planner to copy.
+    Nothing here is program text: a program as written has none (all empty)."""
+    methods: tuple = ()  # ((rule label, body position), join method)
+    distribution: tuple = ()  # (relation, 'partitioned' | 'replicated' | 'broadcast')
+    cached: tuple = ()  # relations to keep in memory
+    partition: tuple = ()  # (relation, (column, ...))
+    strategy: tuple = ()  # (relation, strategy, reason): how its recursive stratum runs
+
+
+@dataclass(frozen=True)
 class Program:
     name: str
     statements: tuple
     path: str = ""
     dialect: str = "overlog"  # "overlog" or "souffle"
     text: str = field(default="", compare=False, repr=False)
+    physical: Physical = field(default=Physical(), compare=False, repr=False)
 
     def of(self, kind) -> list:
         return [s for s in self.statements if isinstance(s, kind)]

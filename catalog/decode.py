@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NOWHERE, NULL, Aggregate, Assign, Atom, BinOp, Call, Column,
-    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program,
+    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Physical, Program,
     Query, Rule, Select, Span, UnOp, Var, Wildcard,
 )
 
@@ -112,7 +112,22 @@ class _Decoder:
         stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))
         p = self.prog
         return Program(p["name"], tuple(s[3] for s in stmts), p["path"] or "", p["dialect"],
-                       p["text"] or "")
+                       p["text"] or "", self.physical())
+
+    def physical(self) -> Physical:
+        """The physical decisions of stages: join methods, placement, strategies."""
+        rules = {r["id"]: r["name"] for r in self.t["rule"]}
+        names = {r["id"]: r["name"] for r in self.t["relation"]}
+        methods = sorted(((rules[p["rule"]], p["pos"]), p["method"]) for p in self.t["predicate"]
+                         if p["method"] and p["rule"] in rules)
+        parts = _group(self.t["partition_column"], "relation", "seq")
+        return Physical(
+            tuple(methods),
+            tuple(sorted((r["name"], r["distribution"]) for r in self.t["relation"] if r["distribution"])),
+            tuple(sorted(r["name"] for r in self.t["relation"] if r["cached"])),
+            tuple(sorted((names[k], tuple(c["col"] for c in v)) for k, v in parts.items() if k in names)),
+            tuple(sorted((names[s["relation"]], s["strategy"], s["reason"] or "") for s in self.t["stratum"]
+                         if s["relation"] in names)))
 
     def rule(self, r) -> Rule:
         head_id = r["head"] or next(p["id"] for p in self.t["predicate"]

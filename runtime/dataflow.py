@@ -18,6 +18,14 @@ from typing import Optional
 from ..bootstrap import syntax as S
 
 
+DELETION_SUFFIX = "#delete"
+
+
+def deletion_relation(relation: str) -> str:
+    """The relation that collects a `delete` rule's tuples until the timestep ends."""
+    return relation + DELETION_SUFFIX
+
+
 @dataclass(frozen=True)
 class Aggregation:
     """How a relation is aggregated: group on every column but `column`, apply `func`.
@@ -107,6 +115,8 @@ class Stratum:
     init_rules: tuple  # run once over complete lower strata
     delta_rules: tuple  # ECA rules run every iteration, driven by a delta of this stratum
     local: Optional[LocalPlan] = None
+    strategy: str = ""  # recursive strata: 'local' or 'distributed', as a stage chose (stratum table)
+    reason: str = ""
 
 
 @dataclass
@@ -147,15 +157,16 @@ class Dataflow:
             kind = "recursive" if st.recursive else "once"
             out.append("")
             out.append(f"  stratum {st.index} ({kind}) derives {', '.join(st.relations)} {{")
+            if st.strategy:
+                out.append(f"    strategy {st.strategy}  // {st.reason}")
             if st.local:
                 lp = st.local
                 out.append(f"    local fixpoint per partition: {lp.relation} partitioned on "
-                           f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}"
-                           + (f"  // {lp.reason}" if lp.reason else ""))
+                           f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}")
             for r in st.init_rules:
                 out.append("    " + _rule_text(r, "init"))
             for r in st.delta_rules:
-                out.append("    " + _rule_text(r, f"on Δ{r.driven_by}"))
+                out.append("    " + _rule_text(r, f"on Δ{r.driven_by}" if r.driven_by else "every iteration"))
             out.append("  }")
         for q in self.queries:
             out.append(f"  query {_atom_text(q)}")

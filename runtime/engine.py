@@ -37,7 +37,7 @@ from typing import Optional
 
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from ..bootstrap.planner import DELETION_SUFFIX
+from .dataflow import DELETION_SUFFIX
 from .dataflow import Dataflow, Storage, Stratum
 from .sql import DIALECT, coalesced, rule_select, select_all, subquery, table, union_all
 

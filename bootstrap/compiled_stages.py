@@ -1,0 +1,114 @@
+"""Catalog programs in event-condition-action form, and the bootstrap that makes them.
+
+Every program goes through `stages/delta.dl` before it is planned: user programs as a
+stage of their compile, and the catalog programs (the stages, the lattice's question,
+the integrity checks) here, before the scheduler runs them. That is P2's chicken and
+egg: the delta stage must itself be planned to run. While it differentiates a program,
+catalog programs are planned as written, and a rule reading its own recursive stratum
+is then evaluated in full every iteration (naive evaluation, slower but the same
+result, `planner.py`). Its output is cached by the text of the program's rules and
+declarations, and of Evita's own code and stages: in memory, and on disk
+under `$EVITA_CACHE` (else `~/.cache/evita`), so each stage is differentiated once per
+change of either file. Facts are not part of the key (the lattice's question changes
+its facts every time, never its rules): they are added back after.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from . import syntax as S
+
+_memory: dict = {}
+_running = []  # non-empty while the delta stage differentiates: plan as written
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EVITA_CACHE") or Path.home() / ".cache" / "evita") / "compiled-stages"
+
+
+def semi_naive(spark, program: S.Program, origin: str) -> S.Program:
+    """`program` with its rules in ECA form, as the delta stage writes them."""
+    if _running:
+        return program
+    from evita.catalog import schema
+    from evita.catalog.printer import format_program
+
+    delta = _delta_stage()
+    shape = [S.Rule, S.Declaration, S.Materialize]
+    rules = replace(program, statements=tuple(s for s in program.statements if isinstance(s, tuple(shape))))
+    key = hashlib.sha256("\0".join([
+        _code_fingerprint(), format_program(rules), program.path, program.dialect,
+        repr([(t.name, t.column_names) for t in schema.TABLES])]).encode()).hexdigest()[:32]
+    if key not in _memory:
+        _memory[key] = _load(key) or _store(key, _differentiate(spark, delta, rules, origin))
+    from evita.catalog.decode import decode
+    from evita.catalog.rows import CatalogRows
+
+    compiled = decode(CatalogRows({t: [tuple(r) for r in rs] for t, rs in _memory[key].items()}), program.name)
+    rest = tuple(s for s in program.statements if not isinstance(s, tuple(shape)))
+    return replace(program, statements=compiled.statements + rest)
+
+
+def _code_fingerprint() -> str:
+    """The Evita code and stages that produced a cached entry: any change invalidates it."""
+    if "code" not in _memory:
+        from .stage import package_root
+
+        root = package_root()
+        files = sorted(p for d in ("bootstrap", "catalog", "runtime", "stages") for p in (root / d).rglob("*")
+                       if p.suffix in (".py", ".dl", ".lark"))
+        _memory["code"] = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
+    return _memory["code"]
+
+
+def _delta_stage():
+    if "delta.dl" not in _memory:
+        from .checks import check_program
+        from .parser import parse_file
+        from .stage import StageFile, package_root
+
+        path = package_root() / "stages" / "delta.dl"
+        _memory["delta.dl"] = StageFile("delta", path, check_program(parse_file(path)), (), "built-in")
+    return _memory["delta.dl"]
+
+
+def _differentiate(spark, delta, rules: S.Program, origin: str) -> dict:
+    from evita.catalog.encode import encode
+
+    from .stage import StageFailure, apply, run_stage
+
+    rows = encode(rules)
+    _running.append(origin)
+    try:
+        out = run_stage(spark, delta, rows, rules.name)
+    except StageFailure as e:
+        raise StageFailure(origin, f"the delta stage failed on it: {e.reason}", e.rule, e.detail) from None
+    finally:
+        _running.pop()
+    return {t: [list(r) for r in rs] for t, rs in apply(rows, out).items() if rs}
+
+
+def _load(key: str):
+    try:
+        return json.loads((cache_dir() / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(key: str, rows: dict) -> dict:
+    """Write atomically (a temporary file renamed), so two processes never read half a file."""
+    try:
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(rows, f)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        pass  # a read-only home: compile every time, still correct
+    return rows

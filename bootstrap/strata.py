@@ -1,0 +1,194 @@
+"""Stratification: the relation dependency graph, its strongly connected components, and
+the two checks that belong to them (no negation or non-monotone aggregate inside a
+cycle; one aggregate shape per relation).
+
+The static checks (`checks.py`) report these before anything reaches the catalog, so
+`evita check` rejects what a compile would; the planner reuses the same graph to cut a
+program into strata and never meets an unstratifiable program.
+
+Rules writing the catalog (`sys::T` or `stage::` heads, in stages) are left out of the
+graph: their rows are applied after the stage's fixpoint and never read back by it.
+
+>>> from evita.bootstrap.parser import parse_program
+>>> p = parse_program("r1 p(X) :- q(X), !p(X).", "bad.olg")
+>>> [d.code for d in diagnose(p)]
+['unstratifiable']
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator
+
+from ..runtime.dataflow import deletion_relation, term_text
+from . import syntax as S
+from .diagnostics import Diagnostic
+
+PREMAPPABLE = ("min", "max")  # aggregates that may sit inside recursion (PreM, seed 003)
+WRITES = ("sys::", "stage::")
+
+
+def head_of(rule: S.Rule) -> str:
+    return deletion_relation(rule.head.relation) if rule.delete else rule.head.relation
+
+
+def same_timestep(program: S.Program, writes: bool = False) -> list:
+    """The rules of one fixpoint: not @next, and unless `writes`, not writing the catalog
+    (a stage as written; the planner sees stages with their writes renamed, `stage.py`)."""
+    return [r for r in program.rules if r.time != "next" and (writes or not r.head.relation.startswith(WRITES))]
+
+
+def dependency_graph(rules: list) -> dict:
+    """head -> [(body relation, label, (rule, atom))]; label 'pos', 'neg' or an aggregate."""
+    graph = defaultdict(list)
+    for r in rules:
+        aggs = [a.func for a in r.head.args if isinstance(a, S.Aggregate)]
+        for lit in r.body:
+            if isinstance(lit, S.Atom):
+                label = "neg" if lit.negated else (aggs[0] if aggs else "pos")
+                graph[head_of(r)].append((lit.relation, label, (r, lit)))
+    return graph
+
+
+def aggregate_shape(rule: S.Rule) -> tuple:
+    return tuple((i, a.func) for i, a in enumerate(rule.head.args) if isinstance(a, S.Aggregate))
+
+
+def components(nodes: list, graph: dict) -> list:
+    """Strongly connected components (Tarjan), each after the components it depends on."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on: set = set()
+    out: list = []
+    node_set = set(nodes)
+
+    def succ(n):
+        return [b for (b, _, _) in graph.get(n, ()) if b in node_set]
+
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(succ(root)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            n, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(succ(nxt))))
+                elif nxt in on:
+                    low[n] = min(low[n], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[n])
+            if low[n] == index[n]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    comp.append(m)
+                    if m == n:
+                        break
+                out.append(sorted(comp, key=nodes.index))
+    return out
+
+
+def is_recursive(comp: list, graph: dict) -> bool:
+    members = set(comp)
+    return len(comp) > 1 or any(b in members for h in comp for (b, _, _) in graph.get(h, ()))
+
+
+def premappable(comp: list, graph: dict, shapes: dict) -> set:
+    """Relations of `comp` whose one min/max aggregate sits inside the recursion."""
+    members = set(comp)
+    return {h for h in comp for (b, label, _) in graph.get(h, ())
+            if b in members and label in PREMAPPABLE and len(shapes.get(h, ())) == 1}
+
+
+# ---------------------------------------------------------------- the checks
+
+def diagnose(program: S.Program) -> list:
+    rules = same_timestep(program)
+    return list(_aggregate_shapes(rules)) + list(_stratification(rules))
+
+
+def relation_shapes(rules: list) -> dict:
+    """relation -> its aggregate shape ((column, function), ...), for aggregated relations."""
+    out = {}
+    for r in rules:
+        if aggregate_shape(r):
+            out.setdefault(head_of(r), aggregate_shape(r))
+    return out
+
+
+def _aggregate_shapes(rules: list) -> Iterator[Diagnostic]:
+    by_rel = defaultdict(list)
+    for r in rules:
+        by_rel[head_of(r)].append(r)
+    for name, rs in by_rel.items():
+        shapes = {aggregate_shape(r) for r in rs}
+        agg_shapes = {s for s in shapes if s}
+        if len(agg_shapes) > 1:
+            r = next(r for r in rs if aggregate_shape(r))
+            yield Diagnostic("aggregate-mismatch", f"the rules deriving {name} aggregate different columns or with "
+                             "different functions", r.span, term_text(r.head),
+                             "give every rule of a relation the same aggregates in the same positions")
+        elif agg_shapes and () in shapes and not all(f in PREMAPPABLE for _, f in next(iter(agg_shapes))):
+            r = next(r for r in rs if not aggregate_shape(r))
+            yield Diagnostic("aggregate-mismatch", f"rule {r.name} derives {name} without the aggregate the other "
+                             "rules of it use", r.span, term_text(r.head),
+                             "only min and max aggregates may be mixed with plain rules")
+
+
+def _stratification(rules: list) -> Iterator[Diagnostic]:
+    graph = dependency_graph(rules)
+    shapes = relation_shapes(rules)
+    heads = list(dict.fromkeys(head_of(r) for r in rules))
+    for comp in components(heads, graph):
+        members = set(comp)
+        for head in comp:
+            for body, label, (rule, atom) in graph.get(head, ()):
+                if body not in members or label == "pos":
+                    continue
+                if label in PREMAPPABLE and len(shapes.get(head, ())) == 1:
+                    continue
+                if label in PREMAPPABLE:
+                    why = "more than one aggregate column inside recursion"
+                elif label == "neg":
+                    why = f"negation of {body}"
+                else:
+                    why = f"the {label} aggregate (only min and max may sit inside recursion)"
+                cycle = _cycle(head, body, graph, members)
+                where = "; ".join(f"{a} -> {b} in rule {r.name} at {r.span}" for a, b, r in cycle)
+                names = " -> ".join([c[0] for c in cycle] + [cycle[0][0]])
+                yield Diagnostic("unstratifiable", f"relation cycle {names} goes through {why} ({where})",
+                                 atom.span if atom.span != S.NOWHERE else rule.span, term_text(atom),
+                                 "a relation may not depend on its own negation or count/sum/avg/set/list "
+                                 "aggregate; split the recursion into strata")
+
+
+def _cycle(head: str, body: str, graph: dict, members: set) -> list:
+    """The edges (from, to, rule) of a cycle that uses `body` -> `head`, in data-flow
+    order: body feeds head, head feeds ..., ... feeds body again."""
+    first_rule = next(r for (b, _, (r, _)) in graph[head] if b == body)
+    prev = {body: None}  # relation -> (relation it feeds, rule), searched backwards from body
+    queue = [body]
+    while queue and head not in prev:
+        n = queue.pop(0)
+        for b, _, (rule, _) in graph.get(n, ()):
+            if b in members and b not in prev:
+                prev[b] = (n, rule)
+                queue.append(b)
+    edges = [(body, head, first_rule)]
+    node = head
+    while node != body and prev.get(node):
+        fed, rule = prev[node]
+        edges.append((node, fed, rule))
+        node = fed
+    return edges
