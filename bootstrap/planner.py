@@ -187,7 +187,10 @@ class _Planner:
         if recursive and chosen:
             (how, why), rel = chosen[0]
             st.strategy, st.reason = how, why
-            if how == "local":
+            if how == "local" and {r.head for r in st.delta_rules} != {rel}:
+                # the runtime runs one relation per local stratum; this level loops over more
+                st.strategy, st.reason = "distributed", f"{why}, but its stratum also loops over other relations"
+            elif how == "local":
                 reads = {s.relation for r in st.delta_rules for s in r.steps if s.relation and s.relation != rel}
                 st.local = LocalPlan(rel, self.partition.get(rel, ()),
                                      tuple(sorted(n for n in reads if n in self.distribution)), why)

@@ -15,6 +15,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 def warehouse(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("warehouse")
     os.environ["EVITA_WAREHOUSE"] = str(path)
+    # the stages' compiled (ECA) forms, made once per test run (bootstrap/compiled_stages.py)
+    os.environ["EVITA_CACHE"] = str(tmp_path_factory.mktemp("cache"))
     return path
 
 

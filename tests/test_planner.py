@@ -1,4 +1,7 @@
-"""The planner: strata, ECA rules, steps, storage, decomposability, diagnostics. No Spark."""
+"""The planner as a reader of the catalog: strata, pipelines in catalog order, the
+decisions stages wrote (delta drivers, decomposition, caching, broadcast), and the
+defaults where no stage decided. Programs are compiled through the real lattice on
+Spark (`compiled_plan`); the defaults are planned straight from parsed text."""
 from __future__ import annotations
 
 import json
@@ -6,9 +9,12 @@ import json
 import pytest
 
 from evita.bootstrap import builtins as B
+from evita.bootstrap.checks import check_program
 from evita.bootstrap.diagnostics import EvitaError
 from evita.bootstrap.parser import parse_file, parse_program
-from evita.bootstrap.planner import plan
+from evita.bootstrap.planner import plan, plan_catalog
+from evita.bootstrap.scheduler import compile_program
+from evita.catalog.encode import encode
 from evita.runtime import sql
 
 from conftest import EXAMPLES
@@ -20,8 +26,14 @@ r2 tc(X, Z) :- tc(X, Y), edge(Y, Z).
 """
 
 
-def test_transitive_closure_plan():
-    df = plan(parse_program(TC, "tc.olg"))
+def compiled_plan(spark, text: str, name: str = "t", **kw):
+    program = check_program(parse_program(text, f"{name}.olg", name=name))
+    comp = compile_program(spark, encode(program), name, **kw)
+    return plan_catalog(comp.final, name)
+
+
+def test_transitive_closure_plan(spark):
+    df = compiled_plan(spark, TC)
     assert len(df.strata) == 1
     st = df.strata[0]
     assert st.recursive and st.relations == ("tc",)
@@ -30,7 +42,8 @@ def test_transitive_closure_plan():
     assert d.name == "r2_d1" and d.driven_by == "tc"
     assert [(s.op, s.relation, s.delta, s.keys) for s in d.steps] == [
         ("scan", "tc", True, ()), ("join", "edge", False, ("Y",))]
-    # decomposable: column 0 of tc passes unchanged from the recursive atom to the head
+    # decompose.dl: column 0 of tc passes unchanged from the recursive atom to the head
+    assert st.strategy == "local" and "column #0" in st.reason
     assert st.local.partition == (0,) and st.local.replicated == ("edge",)
     assert df.relations["tc"].partition == (0,) and df.relations["edge"].broadcast
     assert d.steps[1].method == "broadcast"
@@ -39,42 +52,51 @@ def test_transitive_closure_plan():
     assert json.loads(df.to_json())["strata"][0]["delta_rules"][0]["name"] == "r2_d1"
 
 
-def test_plan_is_deterministic():
-    p = parse_file(EXAMPLES / "shortest_path.olg")
-    assert plan(p).to_json() == plan(p).to_json()
-    assert plan(p).to_text() == plan(p).to_text()
+def test_plan_is_deterministic(spark):
+    text = (EXAMPLES / "shortest_path.olg").read_text()
+    assert compiled_plan(spark, text, "sp").to_json() == compiled_plan(spark, text, "sp").to_json()
 
 
-def test_fig_3_5_delta_rules_drive_from_the_delta_and_keep_body_order():
-    df = plan(parse_file(EXAMPLES / "shortest_path.olg"))
+def test_shortest_path_keeps_body_order_and_differentiates_only_recursion(spark):
+    df = compiled_plan(spark, (EXAMPLES / "shortest_path.olg").read_text(), "sp", skip=["magic_sets"])
     names = [(st.index, [r.name for r in st.init_rules], [r.name for r in st.delta_rules]) for st in df.strata]
-    # Fig 3.6: r1_d1 (Δlink) runs once; r2_d1 (Δlink) adds nothing r2_d2 (Δpath) does not.
-    assert names == [(0, ["r1_d1"], ["r2_d2"]), (1, ["r3_d1"], []), (2, ["r4"], [])]
+    # link is complete before path's stratum starts: only Δpath drives r2 (delta.dl)
+    assert names == [(0, ["r1"], ["r2_d2"]), (1, ["r3"], []), (2, ["r4"], [])]
     r2 = df.strata[0].delta_rules[0]
-    assert [s.op for s in r2.steps] == ["scan", "join", "filter", "assign", "assign"]
-    assert r2.steps[0].relation == "path" and r2.steps[0].delta
+    assert [(s.op, s.relation, s.delta) for s in r2.steps[:2]] == [("scan", "link", False), ("join", "path", True)]
+    assert [s.op for s in r2.steps[2:]] == ["filter", "assign", "assign"]
     assert df.relations["path"].keys == (0, 1, 2)
     assert df.relations["minCostPath"].aggregates[0].func == "min"
-    assert df.strata[0].local is None  # the head's source X is not the body's source Y
+    assert df.strata[0].strategy == "distributed"  # keyed: decompose.dl leaves it to the loop
 
 
-def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom():
-    df = plan(parse_program("r1 tc(X, Y) :- e(X, Y).\nr2 tc(X, Z) :- tc(X, Y), tc(Y, Z).\n"))
+def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom(spark):
+    df = compiled_plan(spark, "r1 tc(X, Y) :- e(X, Y).\nr2 tc(X, Z) :- tc(X, Y), tc(Y, Z).\ne(1, 2).\n")
     st = df.strata[0]
     assert [r.name for r in st.delta_rules] == ["r2_d1", "r2_d2"]
-    assert [s.delta for s in st.delta_rules[1].steps] == [True, False]
-    assert st.local is None
+    assert [s.delta for s in st.delta_rules[1].steps] == [False, True]
+    assert st.local is None and st.strategy == "distributed"
+
+
+def test_without_stages_the_defaults_apply():
+    """No stage ran: no hints, no cache, the distributed loop, and a rule reading its
+    own stratum runs whole every iteration (naive evaluation)."""
+    df = plan(parse_program(TC))
+    st = df.strata[0]
+    assert [(r.name, r.driven_by) for r in st.delta_rules] == [("r2", None)]
+    assert st.local is None and st.strategy == "distributed" and "no stage" in st.reason
+    assert not any(s.cached or s.broadcast or s.partition for s in df.relations.values())
+    assert "r2: [every iteration]" in df.to_text()
 
 
 def test_given_eca_rules_are_taken_as_given():
     text = """
 r1 path(X, Y) :- delta link(X, Y).
-r2a path(X, Z) :- delta link(X, Y), path(Y, Z).
 r2b path(X, Z) :- delta path(Y, Z), link(X, Y).
 """
     st = plan(parse_program(text)).strata[0]
-    assert [r.name for r in st.init_rules] == ["r1"]  # r2a: r2b sees every path tuple
-    assert [r.name for r in st.delta_rules] == ["r2b"]
+    assert [r.name for r in st.init_rules] == ["r1"]  # a lower stratum's delta is all of it
+    assert [(r.name, r.driven_by) for r in st.delta_rules] == [("r2b", "path")]
 
 
 def test_negation_and_aggregation_make_strata():
@@ -91,39 +113,40 @@ r5 lonely(X) :- node(X), notin deg(X, _).
     assert anti.relation == "reach" and anti.keys == ("X", "Y")
 
 
-def test_unstratifiable_negation_names_the_cycle_and_rules():
+def test_unstratifiable_negation_is_a_static_check_naming_the_cycle_and_rules():
     text = "r1 p(X) :- q(X), notin r(X).\nr2 r(X) :- p(X).\n"
     with pytest.raises(EvitaError) as e:
-        plan(parse_program(text, "bad.olg"))
+        check_program(parse_program(text, "bad.olg"))
     d = e.value.first
     assert d.code == "unstratifiable"
     assert "r -> p -> r" in d.message and "rule r1" in d.message and "rule r2" in d.message
-    assert d.span.file == "bad.olg" and d.span.line == 1
+    assert (d.span.file, d.span.line, d.span.col) == ("bad.olg", 1, 24)
 
 
 def test_count_inside_recursion_is_unstratifiable_but_min_follows_prem():
     with pytest.raises(EvitaError) as e:
-        plan(parse_program("r1 p(X, count<Y>) :- p(Y, X).\n"))
+        check_program(parse_program("r1 p(X, count<Y>) :- p(Y, X).\n"))
     assert e.value.first.code == "unstratifiable" and "count" in e.value.first.message
-    df = plan(parse_program("""
+    df = plan(check_program(parse_program("""
 r1 dist(Y, min<D>) :- start(Y), D := 0.
 r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
-"""))
+""")))
     agg = df.relations["dist"].aggregates
     assert agg[0].func == "min" and agg[0].premappable
 
 
-def test_prem_relation_is_decomposable_on_a_group_column():
-    df = plan(parse_program("""
+def test_prem_relation_is_decomposable_on_a_group_column(spark):
+    df = compiled_plan(spark, """
+edge(1, 2, 1).
 r1 apsp(S, Y, min<D>) :- edge(S, Y, D).
 r2 apsp(S, Y, min<D>) :- apsp(S, X, D1), edge(X, Y, W), D := D1 + W.
-"""))
+""")
     assert df.strata[0].local.partition == (0,)
 
 
-def test_mixed_aggregates_are_rejected():
+def test_mixed_aggregates_are_rejected_by_the_checks():
     with pytest.raises(EvitaError) as e:
-        plan(parse_program("r1 a(X, count<*>) :- b(X).\nr2 a(X, Y) :- c(X, Y).\n"))
+        check_program(parse_program("r1 a(X, count<*>) :- b(X).\nr2 a(X, Y) :- c(X, Y).\n"))
     assert e.value.first.code == "aggregate-mismatch"
 
 
