@@ -128,4 +128,4 @@ def test_evita_check_rejects_an_unstratifiable_program(tmp_path, capsys):
     bad.write_text("r1 p(X) :- q(X), notin p(X).\nq(1).\n")
     assert main(["check", str(bad)]) != 0
     err = capsys.readouterr().err
-    assert f"{bad}:1:25: error[unstratifiable]" in err and "negation of p" in err
+    assert f"{bad}:1:18: error[unstratifiable]" in err and "negation of p" in err
