@@ -288,6 +288,42 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
                                  "facts hold constants only; write a rule to compute values")
 
 
+def check_plans(program: Program) -> Iterator[Diagnostic]:
+    """`.plan` statements name a known relation or rule and known decisions."""
+    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, Plan
+
+    relations = {atom.relation for atom, _ in _uses(program)} | set(_declared(program))
+    rules = {r.name: r for r in program.rules}
+    allowed = {"distribution": DISTRIBUTIONS, "cached": ("true", "false"), "strategy": ("local", "distributed")}
+    for p in program.of(Plan):
+        def bad(message, hint):
+            return Diagnostic("bad-plan", message, p.span, p.name, hint)
+        if p.kind not in PLAN_KEYS:
+            yield bad(f".plan {p.kind} is not a kind of plan", "write .plan relation NAME(...) or .plan rule LABEL(...)")
+        elif p.kind == "relation" and p.name not in relations:
+            yield bad(f".plan names relation {p.name}, which the program does not use", "check the name")
+        elif p.kind == "rule" and p.name not in rules:
+            yield bad(f".plan names rule {p.name}, which the program does not have", "check the rule label")
+        for key, value in p.params:
+            value = str(value)
+            if p.kind == "relation" and key not in PLAN_KEYS["relation"]:
+                yield bad(f"unknown .plan relation key {key}", f"keys: {', '.join(PLAN_KEYS['relation'])}")
+            elif p.kind == "relation" and key in allowed and value not in allowed[key]:
+                yield bad(f"{key}={value} is not one of {', '.join(allowed[key])}", "write one of those")
+            elif p.kind == "relation" and key == "partition" and not all(c.isdigit() for c in value.split(",")):
+                yield bad(f"partition={value} is not a list of column positions", 'write e.g. partition="0,2"')
+            elif p.kind == "rule":
+                pos = key[4:]
+                rule = rules.get(p.name)
+                if not (key.startswith("join") and pos.isdigit()):
+                    yield bad(f"unknown .plan rule key {key}", "write joinK=METHOD for the atom at body position K")
+                elif value not in JOIN_METHODS:
+                    yield bad(f"{value} is not a join method", f"methods: {', '.join(JOIN_METHODS)}")
+                elif rule is not None and not (0 < int(pos) <= len(rule.body)
+                                               and isinstance(rule.body[int(pos) - 1], Atom)):
+                    yield bad(f"rule {p.name} has no atom at body position {pos}", "count body terms from 1")
+
+
 def check_strata(program: Program) -> list:
     """Stratified negation and aggregation, one aggregate shape per relation (`strata.py`)."""
     from . import strata
@@ -296,4 +332,4 @@ def check_strata(program: Program) -> list:
 
 
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts, check_strata)
+          check_aggregates, check_facts, check_plans, check_strata)

@@ -32,7 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 from .diagnostics import Diagnostic, EvitaError
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
-    Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom,
+    Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
     Program, Query, Rule, Select, Span, UnOp, Var, Wildcard, atom_vars, term_vars,
 )
 
@@ -652,6 +652,9 @@ class _Builder(Transformer):
     def io(self, meta, ch):
         direction = "input" if ch[0].type == "INPUT" else "output"
         return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
+
+    def plan(self, meta, ch):
+        return Plan(ch[1].value, ch[2], tuple(ch[3:]), self._span(meta))
 
     def addresses(self, meta, ch):
         return tuple(_unescape(t.value[1:-1]) for t in ch)

@@ -229,6 +229,25 @@ class IODirective:
 
 
 @dataclass(frozen=True)
+class Plan:
+    """`.plan relation NAME(key=value, ...)` or `.plan rule LABEL(joinK=method)`: physical
+    decisions a stage wrote into the catalog (join methods, placement, caching, how a
+    recursive stratum runs), in text so a compiled program prints and parses back whole."""
+    kind: str  # "relation" or "rule"
+    name: str
+    params: tuple = ()  # ((key, value), ...)
+    span: Span = _span()
+
+
+PLAN_KEYS = {
+    "relation": ("distribution", "partition", "cached", "strategy", "reason"),
+    "rule": (),  # joinK: the method of the join with the atom at body position K
+}
+JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
+DISTRIBUTIONS = ("partitioned", "replicated", "broadcast")
+
+
+@dataclass(frozen=True)
 class Query:
     atom: Atom
     span: Span = _span()
@@ -242,13 +261,13 @@ class Component:
     span: Span = _span()
 
 
-Statement = Union[Rule, Fact, Declaration, Materialize, IODirective, Query, Component]
+Statement = Union[Rule, Fact, Declaration, Materialize, IODirective, Plan, Query, Component]
 
 
 @dataclass(frozen=True)
 class Physical:
-    """The physical decisions stages left in the catalog, for the planner to copy.
-    Nothing here is program text: a program as written has none (all empty)."""
+    """The physical decisions of a program's `.plan` statements, as the planner reads
+    them. A program as written has none (all empty)."""
     methods: tuple = ()  # ((rule label, body position), join method)
     distribution: tuple = ()  # (relation, 'partitioned' | 'replicated' | 'broadcast')
     cached: tuple = ()  # relations to keep in memory
@@ -263,7 +282,6 @@ class Program:
     path: str = ""
     dialect: str = "overlog"  # "overlog" or "souffle"
     text: str = field(default="", compare=False, repr=False)
-    physical: Physical = field(default=Physical(), compare=False, repr=False)
 
     def of(self, kind) -> list:
         return [s for s in self.statements if isinstance(s, kind)]
@@ -275,6 +293,24 @@ class Program:
     @property
     def facts(self) -> list:
         return self.of(Fact)
+
+    @property
+    def physical(self) -> Physical:
+        methods, dist, cached, part, strategy = [], [], [], [], []
+        for p in self.of(Plan):
+            kv = dict(p.params)
+            if p.kind == "rule":
+                methods += [((p.name, int(k[4:])), v) for k, v in p.params if k.startswith("join")]
+                continue
+            if kv.get("distribution"):
+                dist.append((p.name, kv["distribution"]))
+            if kv.get("cached") == "true":
+                cached.append(p.name)
+            if kv.get("partition"):
+                part.append((p.name, tuple(int(c) for c in kv["partition"].split(","))))
+            if kv.get("strategy"):
+                strategy.append((p.name, kv["strategy"], kv.get("reason", "")))
+        return Physical(*(tuple(sorted(x)) for x in (methods, dist, cached, part, strategy)))
 
 
 # ---------------------------------------------------------------- helpers over terms

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NOWHERE, NULL, Aggregate, Assign, Atom, BinOp, Call, Column,
-    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Physical, Program,
+    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program,
     Query, Rule, Select, Span, UnOp, Var, Wildcard,
 )
 
@@ -109,25 +109,32 @@ class _Decoder:
         for r in self.t["component"]:
             addrs = [a["address"] for a in _group(self.t["component_address"], "component", "seq")[r["name"]]]
             stmts.append((r["pos"], 5, r["name"], Component(r["name"], tuple(addrs), self.span(r))))
+        for key, plan in self.plans():
+            stmts.append((None, 6, key, plan))
         stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))
         p = self.prog
         return Program(p["name"], tuple(s[3] for s in stmts), p["path"] or "", p["dialect"],
-                       p["text"] or "", self.physical())
+                       p["text"] or "")
 
-    def physical(self) -> Physical:
-        """The physical decisions of stages: join methods, placement, strategies."""
-        rules = {r["id"]: r["name"] for r in self.t["rule"]}
-        names = {r["id"]: r["name"] for r in self.t["relation"]}
-        methods = sorted(((rules[p["rule"]], p["pos"]), p["method"]) for p in self.t["predicate"]
-                         if p["method"] and p["rule"] in rules)
+    def plans(self) -> list:
+        """`.plan` statements: the physical decisions stages wrote (after every other)."""
+        out = []
         parts = _group(self.t["partition_column"], "relation", "seq")
-        return Physical(
-            tuple(methods),
-            tuple(sorted((r["name"], r["distribution"]) for r in self.t["relation"] if r["distribution"])),
-            tuple(sorted(r["name"] for r in self.t["relation"] if r["cached"])),
-            tuple(sorted((names[k], tuple(c["col"] for c in v)) for k, v in parts.items() if k in names)),
-            tuple(sorted((names[s["relation"]], s["strategy"], s["reason"] or "") for s in self.t["stratum"]
-                         if s["relation"] in names)))
+        strata = {s["relation"]: s for s in self.t["stratum"]}
+        for r in self.t["relation"]:
+            st = strata.get(r["id"], {})
+            params = [("distribution", r["distribution"]), ("cached", "true" if r["cached"] else None),
+                      ("partition", ",".join(str(c["col"]) for c in parts.get(r["id"], ())) or None),
+                      ("strategy", st.get("strategy")), ("reason", st.get("reason"))]
+            params = tuple((k, v) for k, v in params if v is not None)
+            if params:
+                out.append(("relation:" + r["name"], Plan("relation", r["name"], params)))
+        rules = {r["id"]: r["name"] for r in self.t["rule"]}
+        methods = _group([p for p in self.t["predicate"] if p["method"] and p["rule"] in rules], "rule", "pos")
+        for rid, preds in methods.items():
+            out.append(("rule:" + rules[rid], Plan("rule", rules[rid], tuple((f"join{p['pos']}", p["method"])
+                                                                               for p in preds))))
+        return out
 
     def rule(self, r) -> Rule:
         head_id = r["head"] or next(p["id"] for p in self.t["predicate"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 from evita.bootstrap.diagnostics import Diagnostic, EvitaError
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, Aggregate, Assign, Atom, BinOp, Call, Component, Cond,
-    Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Program, Query, Rule,
+    Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan, Program, Query, Rule,
     Select, UnOp, Var, Wildcard,
 )
 
@@ -81,6 +81,10 @@ class _Encoder:
         self.pid = program.name
         self.rows = CatalogRows()
         self.relations: dict = {}  # name -> {"arity", "span", "decl", "pos", "input", "output"}
+        plans = program.physical
+        self.methods = dict(plans.methods)  # (rule label, body position) -> join method
+        self.placed = {p.name: dict(p.params) for p in program.statements
+                       if isinstance(p, Plan) and p.kind == "relation"}
 
     def run(self) -> CatalogRows:
         p = self.p
@@ -98,6 +102,9 @@ class _Encoder:
                 self.declare(pos, s)
             elif isinstance(s, IODirective):
                 self.io(pos, s)
+            elif isinstance(s, Plan):
+                if s.kind == "relation":
+                    self.mention(s.name, None, s.span)
             elif isinstance(s, Component):
                 self.component(pos, s)
             else:
@@ -152,6 +159,7 @@ class _Encoder:
         arity = len(columns) if columns is not None else None
         line, col = _line_col(info["span"])
         mat = decl if isinstance(decl, Materialize) else None
+        plan = self.placed.get(name, {})
         self.rows.add(
             "relation", id=rid, program=self.pid, name=name, arity=arity,
             declared=decl is not None,
@@ -159,7 +167,13 @@ class _Encoder:
             materialized=decl is not None or sys_table is not None,
             lifetime=const_text(mat.lifetime) if mat else None,
             size=const_text(mat.size) if mat else None,
-            input=info["input"], output=info["output"], pos=info["pos"], line=line, col=col)
+            input=info["input"], output=info["output"], distribution=plan.get("distribution"),
+            cached=True if plan.get("cached") == "true" else None, pos=info["pos"], line=line, col=col)
+        for seq, c in enumerate(plan["partition"].split(",") if plan.get("partition") else ()):
+            self.rows.add("partition_column", program=self.pid, relation=rid, seq=seq, col=int(c))
+        if plan.get("strategy"):
+            self.rows.add("stratum", program=self.pid, relation=rid, strategy=plan["strategy"],
+                          reason=plan.get("reason"))
         for i, (cname, ctype) in enumerate(columns or ()):
             self.rows.add("relation_column", program=self.pid, relation=rid, pos=i, name=cname, type=ctype)
         keys = getattr(decl, "keys", None)
@@ -181,7 +195,7 @@ class _Encoder:
             tid = f"{rid}#{i}"
             line, col = _line_col(lit.span)
             if isinstance(lit, (Atom, NamedAtom)):
-                self.atom(rid, i, lit)
+                self.atom(rid, i, lit, self.methods.get((r.name, i)))
             elif isinstance(lit, Select):
                 self.rows.add("selection", program=self.pid, id=tid, rule=rid, pos=i,
                               expr=self.expr(rid, tid, tid, lit.expr), line=line, col=col)
@@ -192,7 +206,7 @@ class _Encoder:
                 _fail("not-encodable", f"cannot store a {type(lit).__name__} body literal "
                       "(the parser lowers body aggregates to atoms)", lit)
 
-    def atom(self, owner: str, pos: int, a) -> str:
+    def atom(self, owner: str, pos: int, a, method=None) -> str:
         if not isinstance(a, Atom):
             _fail("not-encodable", f"cannot store a {type(a).__name__} (named fields must be "
                   "resolved to positions first)", a)
@@ -201,7 +215,7 @@ class _Encoder:
         line, col = _line_col(a.span)
         self.rows.add("predicate", program=self.pid, id=pid, rule=owner, pos=pos,
                       relation=a.relation, negated=a.negated, delta=a.delta, arity=a.arity,
-                      location=a.location, named=a.named, method=None, line=line, col=col)
+                      location=a.location, named=a.named, method=method, line=line, col=col)
         for i, t in enumerate(a.args):
             self.argument(owner, pid, i, t)
         return pid

@@ -19,11 +19,13 @@ r1 path(X, Z) :- link(X, Y), path(Y, Z), X != Z.
 """
 from __future__ import annotations
 
+import re
+
 import math
 
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, Aggregate, Assign, Atom, BinOp, Call, Component, Cond,
-    Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program, Query, Rule, Select,
+    Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program, Query, Rule, Select,
     UnOp, Var, Wildcard,
 )
 
@@ -70,6 +72,9 @@ def format_const(c: Const) -> str:
 
 STRING_TYPE = "string"
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
 
 def quote(s: str) -> str:
@@ -195,6 +200,9 @@ def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
     if isinstance(s, IODirective):
         params = ", ".join(f"{k}={quote(str(v))}" for k, v in s.params)
         return f"{indent}.{s.direction} {s.relation}" + (f"({params})" if s.params else "")
+    if isinstance(s, Plan):
+        params = ", ".join(f"{k}={v if _BARE.fullmatch(str(v)) else quote(str(v))}" for k, v in s.params)
+        return f"{indent}.plan {s.kind} {s.name}({params})"
     raise TypeError(f"cannot print statement {s!r}")
 
 

@@ -54,3 +54,19 @@ def assert_golden(text: str, golden: Path) -> None:
         golden.write_text(text)
     assert golden.exists(), f"no golden file {golden}; run with EVITA_UPDATE_GOLDEN=1"
     assert text == golden.read_text()
+
+
+def compiled_plan(spark, program, **kw):
+    """The dataflow of a program (object or text) compiled through the lattice's stages,
+    planned from the final catalog, as `evita plan` and `evita run` do."""
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.parser import parse_program
+    from evita.bootstrap.planner import plan_catalog
+    from evita.bootstrap.scheduler import compile_program
+    from evita.catalog.encode import encode
+
+    if isinstance(program, str):
+        program = parse_program(program, "t.olg", name=kw.pop("name", "t"))
+    check_program(program)
+    comp = compile_program(spark, encode(program), program.name, **kw)
+    return plan_catalog(comp.final, program.name)

@@ -17,19 +17,13 @@ from evita.bootstrap.scheduler import compile_program
 from evita.catalog.encode import encode
 from evita.runtime import sql
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, compiled_plan
 
 TC = """
 edge(1, 2). edge(2, 3).
 r1 tc(X, Y) :- edge(X, Y).
 r2 tc(X, Z) :- tc(X, Y), edge(Y, Z).
 """
-
-
-def compiled_plan(spark, text: str, name: str = "t", **kw):
-    program = check_program(parse_program(text, f"{name}.olg", name=name))
-    comp = compile_program(spark, encode(program), name, **kw)
-    return plan_catalog(comp.final, name)
 
 
 def test_transitive_closure_plan(spark):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import oracle
-from conftest import EXAMPLES
+from conftest import EXAMPLES, compiled_plan
 from evita.bootstrap import syntax as S
 from evita.bootstrap.diagnostics import EvitaError
 from evita.bootstrap.parser import parse_file, parse_program
@@ -26,7 +26,7 @@ from evita.runtime.io import gather_inputs
 
 def evaluate(spark, text, inputs=None, **kw):
     prog = parse_program(text, "test.olg")
-    return prog, run(plan(prog), spark, inputs, **kw)
+    return prog, run(compiled_plan(spark, prog), spark, inputs, **kw)
 
 
 # ---------------------------------------------------------------- known answers
@@ -47,7 +47,7 @@ r2 tc(X, Z) :- tc(X, Y), edge(Y, Z).
 
 def test_same_generation(spark):
     prog = parse_file(EXAMPLES / "same_generation.dl")
-    df = plan(prog)
+    df = compiled_plan(spark, prog)
     result = run(df, spark, gather_inputs(spark, df, facts_dir=str(EXAMPLES / "same_generation")))
     sg = result.tuples(["sg"])["sg"]
     pairs = {("ann", "bob"), ("carl", "dora"), ("carl", "eve"), ("dora", "eve"), ("fred", "gina")}
@@ -56,7 +56,7 @@ def test_same_generation(spark):
 
 def test_shortest_path_fig_3_5(spark):
     prog = parse_file(EXAMPLES / "shortest_path.olg")
-    result = run(plan(prog), spark)
+    result = run(compiled_plan(spark, prog), spark)
     got = result.tuples(["path", "minCostPath", "shortestPath"])
     assert len(got["path"]) == 22 and len(got["minCostPath"]) == 13
     node1 = sorted(t for t in got["shortestPath"] if t[0] == "node1")
@@ -81,7 +81,7 @@ r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
 
 def test_negation_heavy_program(spark):
     prog = parse_file(EXAMPLES / "negation.dl")
-    df = plan(prog)
+    df = compiled_plan(spark, prog)
     result = run(df, spark, gather_inputs(spark, df, facts_dir=str(EXAMPLES / "negation")))
     got = result.tuples(["sink", "source", "outdeg", "unreachable", "shortcutMissing", "isolatedOrSink"])
     assert got["sink"] == {("d",), ("f",)} and got["source"] == {("e",)}
@@ -228,7 +228,7 @@ def test_spark_agrees_with_the_oracle_on_random_programs(spark, programs):
     for i, p in enumerate(programs):
         merged += rename(p, f"p{i}_")
     batch = S.Program("batch", tuple(merged))
-    df = plan(batch)
+    df = compiled_plan(spark, batch)
     result = run(df, spark, tuning="small")
     derived = [n for n, s in df.relations.items() if s.kind == "derived"]
     got = result.tuples(derived)

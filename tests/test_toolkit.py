@@ -15,7 +15,7 @@ from evita.catalog import edit, store
 from evita.catalog.encode import encode
 from evita.catalog.rows import CatalogRows
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, compiled_plan
 
 
 def _rows(text: str, name: str = "p") -> CatalogRows:
@@ -115,8 +115,6 @@ def test_broadcast_small_changes_the_spark_physical_plan(spark, tmp_path):
 
 
 def test_decompose_leaves_mutual_recursion_to_the_distributed_loop(spark):
-    from test_planner import compiled_plan
-
     df = compiled_plan(spark, "e(1, 2).\nr1 a(X, Y) :- e(X, Y).\nr2 b(X, Y) :- a(X, Y).\nr3 a(X, Z) :- b(X, Y), e(Y, Z).\n",
                        "mutual")
     [rec] = [s for s in df.strata if s.recursive]
