@@ -337,6 +337,8 @@ def cmd_explain(args) -> int:
             _print_rule("+", new, "yellow")
         for text in d.added:
             _print_rule("+", text, "green")
+        for line in d.origins or ():
+            out.print(f"  [dim]{line}[/]")
     graphs = _stage_graphs(args, program, comp, shown)
     if args.dot:
         if not graphs:

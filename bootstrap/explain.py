@@ -1,7 +1,10 @@
 """What each stage did to a program: rules added, removed and changed, as program text.
 
 Versions are compared by rule id: a rule whose id is new was added, one whose id is gone
-was removed, one whose id stayed but whose printed text differs was changed.
+was removed, one whose id stayed but whose printed text differs was changed. The
+physical decisions a stage wrote (`.plan` statements) count the same way, by what they
+are about. Rules a stage made name the user's rule they came from (`rule.origin`), so a
+diff also says "rule r2 (split by delta into r2_d1, r2_d2)".
 """
 from __future__ import annotations
 
@@ -18,17 +21,38 @@ class StageDiff:
     added: list  # rule text
     removed: list
     changed: list  # (old text, new text)
+    origins: list = None  # "rule r2 (split by delta into r2_d1, r2_d2)", one per user rule rewritten
 
     @property
     def counts(self) -> tuple:
-        return len(self.added), len(self.removed), len(self.changed)
+        """Rules added, removed, changed (`.plan` statements are not rules)."""
+        def rules(texts):
+            return sum(1 for t in texts if not (t[0] if isinstance(t, tuple) else t).startswith(".plan"))
+        return rules(self.added), rules(self.removed), rules(self.changed)
 
 
 def rule_texts(rows, program_id: str) -> dict:
-    """rule id -> printed rule, for one catalog version."""
+    """rule id (or `.plan` subject) -> printed rule (or `.plan` statement), for one version."""
+    from evita.bootstrap.syntax import Plan
+    from evita.catalog.printer import format_statement
+
     program = decode(rows, program_id)
     ids = {r[rows_col(rows, "name")]: r[rows_col(rows, "id")] for r in rows.get("rule", [])}
-    return {ids.get(r.name, r.name): format_rule(r) for r in program.rules}
+    out = {ids.get(r.name, r.name): format_rule(r) for r in program.rules}
+    out.update({f".plan {p.kind} {p.name}": format_statement(p) for p in program.of(Plan)})
+    return out
+
+
+def origins(rows, stage: str, added_ids) -> list:
+    """For the rules a stage added, the user's rules they came from, in words."""
+    rules = {r["id"]: r for r in rows.dicts("rule")}
+    made: dict = {}
+    for rid in added_ids:
+        r = rules.get(rid)
+        if r is not None and r["origin"]:
+            made.setdefault(r["origin"], []).append(r["name"])
+    return [f"rule {rules[o]['name'] if o in rules else o.split(':', 1)[-1]} (split by {stage} into "
+            f"{', '.join(sorted(names))})" for o, names in sorted(made.items())]
 
 
 def rows_col(rows, column: str) -> int:
@@ -47,7 +71,8 @@ def diff_versions(versions: list, program_id: str) -> list:
             added = [now[i] for i in sorted(now) if i not in before]
             removed = [before[i] for i in sorted(before) if i not in now]
             changed = [(before[i], now[i]) for i in sorted(now) if i in before and before[i] != now[i]]
-            out.append(StageDiff(number, stage, added, removed, changed))
+            made = origins(rows, stage, [i for i in sorted(now) if i not in before])
+            out.append(StageDiff(number, stage, added, removed, changed, made))
         before = now
     return out
 
