@@ -48,11 +48,11 @@ def test_transitive_closure_plan(spark):
 
 def test_plan_is_deterministic(spark):
     text = (EXAMPLES / "shortest_path.olg").read_text()
-    assert compiled_plan(spark, text, "sp").to_json() == compiled_plan(spark, text, "sp").to_json()
+    assert compiled_plan(spark, text, name="sp").to_json() == compiled_plan(spark, text, name="sp").to_json()
 
 
 def test_shortest_path_keeps_body_order_and_differentiates_only_recursion(spark):
-    df = compiled_plan(spark, (EXAMPLES / "shortest_path.olg").read_text(), "sp", skip=["magic_sets"])
+    df = compiled_plan(spark, (EXAMPLES / "shortest_path.olg").read_text(), name="sp", skip=["magic_sets"])
     names = [(st.index, [r.name for r in st.init_rules], [r.name for r in st.delta_rules]) for st in df.strata]
     # link is complete before path's stratum starts: only Δpath drives r2 (delta.dl)
     assert names == [(0, ["r1"], ["r2_d2"]), (1, ["r3"], []), (2, ["r4"], [])]

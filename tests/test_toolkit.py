@@ -116,7 +116,7 @@ def test_broadcast_small_changes_the_spark_physical_plan(spark, tmp_path):
 
 def test_decompose_leaves_mutual_recursion_to_the_distributed_loop(spark):
     df = compiled_plan(spark, "e(1, 2).\nr1 a(X, Y) :- e(X, Y).\nr2 b(X, Y) :- a(X, Y).\nr3 a(X, Z) :- b(X, Y), e(Y, Z).\n",
-                       "mutual")
+                       name="mutual")
     [rec] = [s for s in df.strata if s.recursive]
     assert rec.local is None and rec.strategy == "distributed"
 
