@@ -121,14 +121,6 @@ def test_programs_with_lists_fall_back_to_the_engine(spark):
     assert len(st.FALLBACKS) == before + 1 and "lists" in st.FALLBACKS[-1][1]
 
 
-def test_doctests():
-    import doctest
-
-    from evita.runtime import onerow
-
-    assert doctest.testmod(onerow).failed == 0
-
-
 def test_one_statement_reads_the_same_as_the_levels(spark):
     """`Built.statement()`, the evaluation as one SELECT for people to read and run in
     Spark SQL, gives the row the stacked DataFrame gives."""
