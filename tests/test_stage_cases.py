@@ -407,3 +407,48 @@ def test_same_answers_with_and_without_the_stage(spark, stage, which):
               for name in want if have[name] != want[name]}
     assert not differ, (f"{stage} changes what {which} answers (missing, extra; at most 5 each): {differ}\n"
                         f"after the stage:\n{format_program(after)}")
+
+
+# ---------------------------------------------------------------- the format itself (no Spark)
+
+@pytest.mark.parametrize("path", sorted(CASES.glob("*.dl")), ids=lambda p: p.name)
+def test_case_files_read_back_as_written(path, tmp_path):
+    """What EVITA_UPDATE_CASES writes is the file it read: an update changes only the
+    expected blocks it must."""
+    preamble, cases = read_cases(path)
+    write_cases(tmp_path / path.name, preamble, cases)
+    assert (tmp_path / path.name).read_text() == path.read_text()
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("// case:\np(1).\n// expect: unchanged\n", "needs a title"),
+    ("// case: a\np(1).\n// expect: unchanged\n// case: a\np(1).\n// expect: unchanged\n", "a second case"),
+    ("// case: a\np(1).\n", "no `// expect:` line"),
+    ("// case: a\np(1).\n// expect:\np(1).\n// expect:\np(1).\n", "two `// expect:` lines"),
+    ("// case: a\np(1).\n// expect: same\n", "found 'same'"),
+    ("// case: a\np(1).\n// expect: unchanged\np(1).\n", "expects `unchanged` and a program"),
+    ("// case: no-op a\np(1).\n// expect:\np(1).\n", "titled no-op"),
+])
+def test_malformed_case_files_are_rejected(text, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        read_cases_text(text)
+
+
+def test_header_examples_must_be_complete():
+    with pytest.raises(ValueError, match="has no example"):
+        header_example("// s: no example here.\n//\n//   p(1).\n//\n")
+    with pytest.raises(ValueError, match="two `// =>` lines"):
+        header_example("//   p(1).\n// =>\n//   p(1).\n// =>\n")
+    with pytest.raises(ValueError, match="no input"):
+        header_example("// =>\n//   p(1).\n")
+
+
+def test_a_missing_case_file_fails_and_says_what_to_write():
+    with pytest.raises(pytest.fail.Exception, match="has no cases: write tests/fixtures/stages/no_such_stage.dl"):
+        the_case("no_such_stage", NO_CASE_FILE)
+
+
+def test_a_mismatch_shows_a_unified_diff():
+    with pytest.raises(pytest.fail.Exception) as info:
+        assert_same_program("p(1).\nq(2).\n", "p(1).\nq(3).\n", "differs")
+    assert "--- expected\n+++ actual\n" in str(info.value) and "-q(3).\n+q(2)." in str(info.value)
