@@ -467,3 +467,18 @@ def test_a_mismatch_shows_a_unified_diff():
     with pytest.raises(pytest.fail.Exception) as info:
         assert_same_program("p(1).\nq(2).\n", "p(1).\nq(3).\n", "differs")
     assert "--- expected\n+++ actual\n" in str(info.value) and "-q(3).\n+q(2)." in str(info.value)
+
+
+def test_the_differential_check_sees_a_wrong_rewrite():
+    """Without Spark: dropping tc.dl's recursive rule loses answers, and the check's
+    answers (the .output relation, read with the example's facts) show it."""
+    from evita.bootstrap.parser import parse_file
+
+    path = EXAMPLES / "tc.dl"
+    before = parse_file(path)
+    inputs = read_facts(before, path.with_suffix(""))
+    broken = replace(before, statements=tuple(s for s in before.statements
+                                              if not (isinstance(s, S.Rule) and len(s.body) == 2)))
+    want, have = user_answers(before, before, inputs), user_answers(before, broken, inputs)
+    assert set(want) == {"path"} and len(inputs["edge"]) == 11 and len(want["path"]) == 48  # as tc.dl says
+    assert have["path"] < want["path"]
