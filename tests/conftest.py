@@ -29,22 +29,65 @@ def spark(warehouse):
     session.stop()
 
 
-_after_stage: dict = {}
+def stages() -> dict:
+    """name -> StageFile: every stage, shipped and under examples/stages, found the way
+    the lattice finds them (`find_stages`), so a new stage file is tested with no edit."""
+    from evita.bootstrap.stage import find_stages
+
+    if not hasattr(stages, "found"):
+        stages.found = find_stages([EXAMPLES / "stages"])
+    return stages.found
+
+
+def lattice_order(stage_paths=(), skip=(), only=None, choose=None) -> list:
+    """The stages a compile runs, in order, as `stage_lattice.dl` and the stage files'
+    lattice facts state it: a stage runs once every stage it follows has run or is left
+    out, the least such by name first, until the planner (which compiling does not run).
+    Worked out here from the facts, apart from the lattice's own rules, so tests that
+    check the scheduler's order state no list of stages."""
+    from evita.bootstrap.scheduler import Lattice
+    from evita.bootstrap.stage import BOOTSTRAP_STAGES, find_stages
+
+    lattice = Lattice(find_stages(stage_paths))
+    names = set(lattice.names)
+    picked = dict(lattice.facts("default")) | dict(choose or {})
+    out_of_play = set(skip) | {s for g, s in lattice.facts("alternative") if picked.get(g) != s}
+    if only is not None:
+        out_of_play |= names - set(only) - set(BOOTSTRAP_STAGES)
+    before = {s: {a for a, b in lattice.facts("precedes") if b == s} for s in names}
+    order, passed = ["parse"], {"parse"} | out_of_play
+    while True:
+        ready = sorted(s for s in names - passed if before[s] <= passed)
+        if not ready or ready[0] == "planner":
+            return order
+        order.append(ready[0])
+        passed.add(ready[0])
+
+
+_alone: dict = {}
+
+
+def stage_alone(spark, stage: str, program):
+    """`program` after `stage` alone (encode -> run_stage -> apply -> decode), one Spark
+    run per stage and program text."""
+    from evita.bootstrap import stage as st
+    from evita.catalog.decode import decode
+    from evita.catalog.encode import encode
+
+    key = (stage, program.name, program.path, program.text)
+    if key not in _alone:
+        rows = encode(program)
+        out = st.run_stage(spark, stages()[stage], rows, program.name)
+        _alone[key] = decode(st.apply(rows, out), program.name)
+    return _alone[key]
 
 
 def after_stage(spark, stage: str, path: Path):
     """(program as parsed, program after `stage` alone), one Spark run per stage and file."""
-    from evita.bootstrap import stage as st
     from evita.bootstrap.parser import parse_file
-    from evita.catalog.decode import decode
-    from evita.catalog.encode import encode
 
-    if (stage, path) not in _after_stage:
-        program = parse_file(path)
-        rows = encode(program)
-        out = st.run_stage(spark, st.find_stages()[stage], rows, program.name)
-        _after_stage[stage, path] = (program, decode(st.apply(rows, out), program.name))
-    return _after_stage[stage, path]
+    program = parse_file(path)
+    return program, stage_alone(spark, stage, program)
 
 
 def assert_golden(text: str, golden: Path) -> None:

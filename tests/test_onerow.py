@@ -8,7 +8,6 @@ iteration limit.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -18,15 +17,12 @@ from evita.bootstrap.scheduler import Lattice, check_integrity, integrity_progra
 from evita.catalog.encode import encode
 from evita.catalog.rows import CatalogRows
 
-from conftest import EXAMPLES, FIXTURES, REPO
+from conftest import EXAMPLES, FIXTURES, lattice_order, stages
 
 PROGRAMS = (sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMPLES.glob("*.dl"))
             + sorted((FIXTURES / "magic").glob("*.olg")) + sorted((FIXTURES / "magic").glob("*.dl")))
-STAGE_FILES = sorted((REPO / "stages").glob("*.dl")) + [EXAMPLES / "stages" / "dead_rules.dl"]
-
-
-def _stages():
-    return st.find_stages([EXAMPLES / "stages"])
+STAGES = sorted(stages())  # every stage, shipped and under examples/stages
+STAGE_FILES = [stages()[name].path for name in STAGES]
 
 
 def _both(spark, stage, rows, program_id, **kw):
@@ -37,12 +33,12 @@ def _both(spark, stage, rows, program_id, **kw):
     return one, engine
 
 
-@pytest.mark.parametrize("stage", ["magic_sets", "delta", "dead_rules"])
+@pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
 def test_stage_derives_the_same_rows_as_on_the_engine(spark, stage, path):
     program = parse_file(path)
     rows = encode(program)
-    one, engine = _both(spark, _stages()[stage], rows, program.name)
+    one, engine = _both(spark, stages()[stage], rows, program.name)
     assert one.actions == 1
     assert (one.inserts, one.deletes) == (engine.inserts, engine.deletes)
 
@@ -52,8 +48,8 @@ def test_stages_compiled_as_programs_give_the_same_rows(spark, path):
     """Stage files as input: the largest catalogs the stages see in the tests."""
     program = parse_file(path)
     rows = encode(program)
-    for name in ("magic_sets", "delta"):
-        one, engine = _both(spark, _stages()[name], rows, program.name)
+    for name in STAGES:
+        one, engine = _both(spark, stages()[name], rows, program.name)
         assert (one.inserts, one.deletes) == (engine.inserts, engine.deletes)
     violations = st.evaluate(spark, integrity_program(), rows, program.name, ["violation"], origin="integrity",
                              evaluator="one-row")
@@ -105,13 +101,20 @@ def test_the_iteration_limit_names_the_stratum(spark):
 
 
 def test_lattice_rides_in_the_stage_action(spark):
-    stages = st.find_stages()
-    lattice = Lattice(stages)
+    shipped = st.find_stages()
+    lattice = Lattice(shipped)
     program = parse_file(EXAMPLES / "shortest_path.olg")
-    out = st.run_stage(spark, stages["delta"], encode(program), program.name, evaluator="one-row",
-                       lattice=lattice.question(["parse", "magic_sets", "delta"], [], {}))
+    order = lattice_order()
+    last = shipped[order[-1]]
+    # Every stage but the last has run; asked with the last one, the lattice answers the planner.
+    out = st.run_stage(spark, last, encode(program), program.name, evaluator="one-row",
+                       lattice=lattice.question(order, [], {}))
     assert out.actions == 1
-    assert Lattice.answer(out.next) is None or Lattice.answer(out.next) == "planner"
+    assert Lattice.answer(out.next) == "planner"
+    # Asked with a stage before it, the answer is the stage that follows.
+    out = st.run_stage(spark, shipped[order[1]], encode(program), program.name, evaluator="one-row",
+                       lattice=lattice.question(order[:2], [], {}))
+    assert Lattice.answer(out.next) == (order[2] if len(order) > 2 else "planner")
 
 
 def test_programs_with_lists_fall_back_to_the_engine(spark):
@@ -119,14 +122,6 @@ def test_programs_with_lists_fall_back_to_the_engine(spark):
     before = len(st.FALLBACKS)
     assert _run(spark, text, ["l"], "auto")["l"] == {((1, 1),)}
     assert len(st.FALLBACKS) == before + 1 and "lists" in st.FALLBACKS[-1][1]
-
-
-def test_doctests():
-    import doctest
-
-    from evita.runtime import onerow
-
-    assert doctest.testmod(onerow).failed == 0
 
 
 def test_one_statement_reads_the_same_as_the_levels(spark):
