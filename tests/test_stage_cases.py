@@ -176,7 +176,8 @@ def header_example(text: str, where: str = "<stage>") -> tuple:
 
 # ---------------------------------------------------------------- canonical text
 
-RANK = ((S.Declaration, 0), (S.Materialize, 0), (S.IODirective, 1), (S.Fact, 2), (S.Rule, 3), (S.Query, 4))
+RANK = ((S.Declaration, 0), (S.Materialize, 0), (S.IODirective, 1), (S.Fact, 2), (S.Rule, 3), (S.Query, 4),
+        (S.Plan, 5), (S.Component, 6))
 
 
 def canonical(program: S.Program) -> str:
