@@ -53,12 +53,8 @@ class UserError(Exception):
 
 def report(e: EvitaError) -> None:
     for d in e.diagnostics:
-        text = d.render(e.source)
-        head, _, rest = text.partition("\n")
-        err.print(f"[bold red]{_escape(head)}[/]", markup=True, soft_wrap=True)
-        if rest:
-            err.print(_escape(rest), markup=True, soft_wrap=True)
-    n = len(e.diagnostics)
+        _print_diagnostic(d.render(e._source_of(d)), "red" if d.severity == "error" else "yellow")
+    n = sum(d.severity == "error" for d in e.diagnostics)
     err.print(f"[red]{n} error{'s' if n != 1 else ''}; nothing was written to the catalog.[/]", markup=True)
 
 
@@ -143,19 +139,28 @@ def stage_options() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- commands
 
 def parse_and_check(path: str, name: str | None = None):
+    """Read, parse and check a program file (no Spark); a program that computes nothing
+    is reported as a warning, which `run` turns into exit code 1."""
     from .checks import check_program
     from .parser import parse_file
+    from .source import empty_warning
 
-    file = Path(path)
-    if not file.is_file():
-        raise UserError(f"{path}: no such file (give the path of a .olg or .dl program)")
-    return check_program(parse_file(file) if name is None else _parse_named(file, name))
+    program = check_program(parse_file(path, name))
+    warning = empty_warning(program)
+    if warning is not None:
+        report_warning(warning)
+    return program
 
 
-def _parse_named(file: Path, name: str):
-    from .parser import parse_program
+def report_warning(d) -> None:
+    _print_diagnostic(d.render(), "yellow")
 
-    return parse_program(file.read_text(), str(file), name)
+
+def _print_diagnostic(text: str, color: str) -> None:
+    head, _, rest = text.partition("\n")
+    err.print(f"[bold {color}]{_escape(head)}[/]", markup=True, soft_wrap=True)
+    if rest:
+        err.print(_escape(rest), markup=True, soft_wrap=True)
 
 
 def session(args):
