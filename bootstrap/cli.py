@@ -173,7 +173,12 @@ def session(args):
 
 
 def cmd_check(args) -> int:
+    from evita.runtime.inputs import check_io_params
+
     program = parse_and_check(args.program)
+    problems = check_io_params(program)
+    if problems:
+        raise EvitaError(problems, source=program.text, source_file=program.path)
     out.print(f"{args.program}: ok ({len(program.rules)} rules, {len(program.facts)} facts)")
     return 0
 
@@ -255,16 +260,16 @@ def cmd_print(args) -> int:
     return 0
 
 
-def compile_file(args, spark=None):
-    """Parse, check and compile a program file through the lattice; store every version.
-    Returns (program, Compilation, [StageDiff])."""
+def compile_file(args, spark=None, program=None):
+    """Parse, check and compile a program file through the lattice (`program`: already
+    parsed and checked); store every version. Returns (program, Compilation, [StageDiff])."""
     from evita.catalog.encode import encode
 
     from .explain import diff_versions
-    from .scheduler import compile_program
+    from .scheduler import Version, compile_program
     from .stage import StageFailure
 
-    program = parse_and_check(args.program)
+    program = program or parse_and_check(args.program)
     rows = encode(program)
     spark = session(args) if spark is None else _attached(spark)
     choose = {}
@@ -277,27 +282,51 @@ def compile_file(args, spark=None):
         comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
                                only=args.only, choose=choose, max_iterations=args.max_iterations)
     except StageFailure as e:
-        if e.versions:
-            _store_compilation(spark, program.name, e.versions)
-        raise UserError(f"{e}\nThe catalog of {program.name} stays at version {len(e.versions) - 1 if e.versions else 0}"
-                        f" ({e.versions[-1].stage if e.versions else 'parse'}).") from None
+        versions = e.versions or [Version(0, "parse", rows)]
+        diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
+        _store_compilation(spark, program.name, versions, diffs, failure=e)
+        raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
     diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
     _store_compilation(spark, program.name, comp.versions, diffs)
     return program, comp, diffs
 
 
-def _store_compilation(spark, program_id: str, versions: list, diffs=None) -> None:
+class CompileFailed(UserError):
+    """A stage failed; `diffs` are what the stages before it did (explain shows them)."""
+
+    def __init__(self, message: str, diffs: list):
+        super().__init__(message)
+        self.diffs = diffs
+
+
+def _kept(spark, program_id: str) -> str:
+    """What the catalog holds after a failed compile: the last good one, untouched."""
     from evita.catalog import store
 
-    from .explain import diff_versions
+    good = [r for r in store.load_rows(spark, program_id).dicts("version") if r["status"] in (store.OK, None)]
+    last = max(good, key=lambda r: r["version"]) if good else None
+    kept = (f"The catalog of {program_id} stays at its last good compile (version {last['version']}, "
+            f"{last['stage']})" if last else f"{program_id} has no good compile in the catalog")
+    return (f"{kept}; this attempt is kept apart: SELECT * FROM evita.version WHERE program = "
+            f"'{_sql_str(program_id)}' AND status = 'failed'")
 
-    diffs = diffs if diffs is not None else diff_versions([(v.number, v.stage, v.rows) for v in versions], program_id)
+
+def _store_compilation(spark, program_id: str, versions: list, diffs: list, failure=None) -> None:
+    """One commit: a good compile replaces the program's catalog and history; a failed
+    one (`failure`, the StageFailure) is stored apart from them with status 'failed'."""
+    from evita.catalog import store
+    from evita.catalog.rows import CatalogRows
+
     counts = {d.version: d.counts for d in diffs}
-    final = versions[-1].rows
-    final["version"] = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)),
-                         round(v.seconds, 3), v.actions) for v in versions]
-    store.save_program(spark, final)
-    store.save_versions(spark, program_id, [(v.number, v.rows) for v in versions])
+    status = store.FAILED if failure else store.OK
+    version_rows = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)), round(v.seconds, 3),
+                     v.actions, status, None) for v in versions]
+    if failure:
+        version_rows.append((program_id, versions[-1].number + 1, failure.stage, 0, 0, 0, None, None, status,
+                             failure.reason))
+    final = versions[-1].rows if not failure else CatalogRows()
+    final["version"] = version_rows
+    store.save_compilation(spark, final, program_id, [(v.number, v.rows) for v in versions], status)
 
 
 def _attached(spark):
@@ -325,11 +354,30 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    program, comp, diffs = compile_file(args)
+    try:
+        program, comp, diffs = compile_file(args)
+    except CompileFailed as e:  # show what the stages before the failing one did, then why it failed
+        out.print("[bold red]this compile failed; what its stages did before the failure:[/]")
+        _print_diffs([d for d in e.diffs if args.stage in (None, d.stage)])
+        raise
     shown = [d for d in diffs if args.stage in (None, d.stage)]
     if args.stage and not shown:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
+    _print_diffs(shown)
+    graphs = _stage_graphs(args, program, comp, shown)
+    if args.dot:
+        if not graphs:
+            raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
+                            f"evita explain {args.program} --stage magic_sets --dot FILE)")
+        from .explain import to_dot
+
+        Path(args.dot).write_text("\n\n".join(to_dot(g) for g in graphs) + "\n")
+        out.print(f"wrote {args.dot}")
+    return 0
+
+
+def _print_diffs(shown: list) -> None:
     for d in shown:
         a, r, c = d.counts
         out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
@@ -342,16 +390,6 @@ def cmd_explain(args) -> int:
             _print_rule("+", new, "yellow")
         for text in d.added:
             _print_rule("+", text, "green")
-    graphs = _stage_graphs(args, program, comp, shown)
-    if args.dot:
-        if not graphs:
-            raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
-                            f"evita explain {args.program} --stage magic_sets --dot FILE)")
-        from .explain import to_dot
-
-        Path(args.dot).write_text("\n\n".join(to_dot(g) for g in graphs) + "\n")
-        out.print(f"wrote {args.dot}")
-    return 0
 
 
 def _stage_graphs(args, program, comp, shown) -> list:
