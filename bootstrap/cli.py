@@ -35,27 +35,60 @@ def main(argv: list | None = None) -> int:
         return 2
     if getattr(args, "warehouse", None):
         os.environ["EVITA_WAREHOUSE"] = str(Path(args.warehouse).resolve())
+    from evita.catalog.store import WarehouseBusy
+
+    from .stopping import Stopped, stopped_by_signals
+
     try:
-        return args.func(args) or 0
+        with stopped_by_signals():
+            return args.func(args) or 0
     except EvitaError as e:
         report(e)
         return 1
-    except UserError as e:
-        err.print(f"[bold red]error:[/] {e}", markup=True, soft_wrap=True)
+    except (UserError, WarehouseBusy) as e:
+        err.print(f"[bold red]error:[/] {_escape(str(e))}", markup=True, soft_wrap=True)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, Stopped) as e:  # Ctrl-C, or a timeout's SIGTERM
+        return _stopped(e, getattr(args, "verbose", False))
+    except Exception as e:  # Spark failed, the JVM died, or a bug: one line, the trace on request
+        return _failed(e, getattr(args, "verbose", False))
 
 
 class UserError(Exception):
     """A mistake in how the command was called (not in the program)."""
 
 
+def _stopped(e: BaseException, verbose: bool) -> int:
+    from .stopping import cancel_spark_jobs, describe_stop
+
+    cancelled = cancel_spark_jobs()
+    err.print(f"[bold red]stopped:[/] {_escape(describe_stop(e, cancelled))}", markup=True, soft_wrap=True)
+    if verbose:
+        import traceback
+
+        err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
+    return 130 if isinstance(e, KeyboardInterrupt) else 143
+
+
+def _failed(e: Exception, verbose: bool) -> int:
+    import traceback
+
+    from .stopping import describe_failure
+
+    err.print(f"[bold red]error:[/] {_escape(describe_failure(e))}", markup=True, soft_wrap=True)
+    if verbose:
+        err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
+    else:
+        err.print("  hint: run again with --verbose for the Python and Java trace", soft_wrap=True)
+    return 1
+
+
 def report(e: EvitaError) -> None:
     for d in e.diagnostics:
         _print_diagnostic(d.render(e._source_of(d)), "red" if d.severity == "error" else "yellow")
     n = sum(d.severity == "error" for d in e.diagnostics)
-    err.print(f"[red]{n} error{'s' if n != 1 else ''}; nothing was written to the catalog.[/]", markup=True)
+    outcome = getattr(e, "outcome", "nothing was written to the catalog.")
+    err.print(f"[red]{n} error{'s' if n != 1 else ''}; {outcome}[/]", markup=True)
 
 
 def _escape(text: str) -> str:
@@ -69,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
     common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+    common.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
     sub = p.add_subparsers(metavar="COMMAND")
 
     c = sub.add_parser("load", parents=[common], help="parse a program into the catalog and summarize it")
@@ -169,6 +203,9 @@ def session(args):
 
     spark = spark_session(master=getattr(args, "master", None))
     store.attach(spark)
+    for what in store.RECOVERED:  # a save a killed process left half done
+        err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)
+    store.RECOVERED.clear()
     return spark
 
 

@@ -66,7 +66,9 @@ def cmd_plan(args) -> int:
 def cmd_run(args) -> int:
     from rich.console import Console
 
+    from ..bootstrap.activity import doing
     from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
@@ -83,7 +85,12 @@ def cmd_run(args) -> int:
         report_warning(warning)
     dataflow = plan(compiled(args, program))
     spark = spark_session(master=getattr(args, "master", None))
-    inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
+    try:
+        with doing("reading the inputs"):
+            inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
+    except EvitaError as e:
+        e.outcome = "the program was compiled (and is in the catalog) but did not run."
+        raise
     for rel, n in sorted(inputs.skipped.items()):
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
@@ -97,7 +104,8 @@ def cmd_run(args) -> int:
     if args.output:
         for path in write_outputs(result, shown, args.output, args.format):
             console.print(f"wrote {path}")
-    print_tables(console, frames)
+    with doing("computing the results shown"):  # relations are lazy: the rest of the work is here
+        print_tables(console, frames)
     if args.stats:
         console.print(result.stats_text())
         for rel, n in sorted(inputs.skipped.items()):
