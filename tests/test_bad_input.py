@@ -128,22 +128,29 @@ def test_interrupt_names_the_stage_and_leaves_the_catalog(spark, capsys, monkeyp
 
 
 def test_a_failed_compile_keeps_the_last_good_one(spark, capsys, tmp_path):
+    from evita.catalog import store
+
+    def versions(status):
+        rows = store.load_rows(spark, "shortest_path")
+        return [(r["version"], r["stage"], r["message"]) for r in rows.dicts("version") if r["status"] == status]
+
     program = EXAMPLES / "shortest_path.olg"
     code, _, err = run(capsys, "compile", program, "--skip", "magic_sets")
     assert code == 0, err
-    query = "SELECT version, stage, status FROM evita.version WHERE program = 'shortest_path' ORDER BY status, version"
-    _, good, _ = run(capsys, "sql", query)
+    good, catalog = versions("ok"), store.load_rows(spark, "shortest_path")
+    history = store.load_versions(spark, "shortest_path")
+    assert len(good) > 1 and sorted(history) == [v for v, _, _ in good]
     # A stage that deletes rules but not their atoms: the integrity checks reject it.
     (tmp_path / "sloppy.dl").write_text(
         'stage("sloppy").\nprecedes("parse", "sloppy").\nprecedes("sloppy", "delta").\n'
         'x1 delete sys::rule{id: R} :- programEvent(P), sys::rule{program: P, id: R, name: "r2"}.\n')
     code, out, err = run(capsys, "explain", program, "--skip", "magic_sets", "--stage-path", tmp_path)
     assert code == 1 and "stage sloppy failed" in err and "stays at its last good compile" in err
-    assert "this compile failed" in out and "v1" not in out.split("this compile failed")[0]
-    _, both, _ = run(capsys, "sql", query)
-    assert [line for line in good.splitlines() if "│" in line and " ok " in line] == \
-        [line for line in both.splitlines() if "│" in line and " ok " in line]  # the good versions, untouched
-    assert "failed" in both and "sloppy" in both
+    assert "this compile failed" in out
+    assert versions("ok") == good and store.load_versions(spark, "shortest_path") == history  # untouched
+    assert store.load_rows(spark, "shortest_path").compared()["rule"] == catalog.compared()["rule"]
+    failed = versions("failed")
+    assert [v[1] for v in failed] == ["parse", "sloppy"] and "integrity" in failed[-1][2]
+    assert sorted(store.load_versions(spark, "shortest_path", store.FAILED)) == [0]
     code, _, _ = run(capsys, "compile", program, "--skip", "magic_sets")
-    _, again, _ = run(capsys, "sql", query)
-    assert code == 0 and "failed" not in again  # a good compile clears the failed attempt
+    assert code == 0 and versions("failed") == []  # a good compile clears the failed attempt
