@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -51,12 +50,10 @@ def odd_files():
 
 @pytest.mark.parametrize("name, command, rc, code, where", NO_SPARK, ids=[f"{c[1]}-{c[0]}" for c in NO_SPARK])
 def test_odd_input_without_spark(capsys, name, command, rc, code, where):
-    started = time.perf_counter()
     got, _, err = run(capsys, command, BAD / name)
     assert (got, f"[{code}]") == (rc, f"[{code}]") and f"[{code}]" in err, err
     assert str(BAD / where) in err, err
     assert "Traceback" not in err
-    assert time.perf_counter() - started < 2 or command == "run"  # (run imports the runtime)
 
 
 def test_the_error_cap_says_how_much_it_did_not_check(capsys):
@@ -65,22 +62,32 @@ def test_the_error_cap_says_how_much_it_did_not_check(capsys):
     assert "20 errors; nothing was written" in err  # the note is not counted as an error
 
 
-def test_missing_facts_file_is_reported_at_the_input_directive_before_spark(capsys, tmp_path):
-    started = time.perf_counter()
+def test_missing_facts_file_is_reported_at_the_input_directive_before_spark(capsys, tmp_path, monkeypatch):
+    from evita.bootstrap import cli
+    from evita.runtime import session
+
+    def no_spark(*a, **kw):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(cli, "session", no_spark)
+    monkeypatch.setattr(session, "spark_session", no_spark)
     code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", tmp_path)
     assert code == 1 and f"{EXAMPLES / 'tc.dl'}:6:8: error[input-missing]" in err
-    assert str(tmp_path / "edge.facts") in err
-    assert time.perf_counter() - started < 5  # no compile, no Spark
+    assert str(tmp_path / "edge.facts") in err and "Spark was started" not in err
 
 
 def test_checked_command_line_subprocess_is_fast(tmp_path):
-    """`evita check` of a bad file, as a user runs it: well under 2 s, exit code 1."""
-    started = time.perf_counter()
+    """`evita check` of a bad file, as a user runs it: exit code 1 in well under 2 s of
+    CPU (the wall clock is that too on an idle machine; CI machines are not idle)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "check", str(BAD / "fact_type.dl")],
                           capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert done.returncode == 1 and "error[fact-type]" in done.stderr
-    assert elapsed < 4, elapsed  # < 2 s on an idle machine (docs/reliability.md); slack for a busy CI
+    assert cpu < 2, cpu
 
 
 def test_bad_facts_rows_fail_the_run_at_their_line(spark, capsys):
