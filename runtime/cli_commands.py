@@ -86,7 +86,7 @@ def cmd_run(args) -> int:
     dataflow = plan(compiled(args, program))
     spark = spark_session(master=getattr(args, "master", None))
     try:
-        with doing("reading the inputs"):
+        with doing("the reading of the inputs"):
             inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
     except EvitaError as e:
         e.outcome = "the program was compiled (and is in the catalog) but did not run."
@@ -104,7 +104,7 @@ def cmd_run(args) -> int:
     if args.output:
         for path in write_outputs(result, shown, args.output, args.format):
             console.print(f"wrote {path}")
-    with doing("computing the results shown"):  # relations are lazy: the rest of the work is here
+    with doing("the computation of the results shown"):  # relations are lazy: the rest of the work is here
         print_tables(console, frames)
     if args.stats:
         console.print(result.stats_text())

@@ -111,7 +111,7 @@ def test_spark_failure_is_one_line_naming_the_stratum(spark, capsys, monkeypatch
 
     monkeypatch.setattr(engine, "run", failing)
     code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc")
-    assert code == 1 and "Spark failed while running stratum 1 (path):" in err and "disk on fire" in err
+    assert code == 1 and "Spark failed in stratum 1 (path):" in err and "disk on fire" in err
     assert "Traceback" not in err and "\tat " not in err and "--verbose" in err
     code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--verbose")
     assert code == 1 and "Traceback" in err
@@ -129,7 +129,7 @@ def test_interrupt_names_the_stage_and_leaves_the_catalog(spark, capsys, monkeyp
 
     monkeypatch.setattr(scheduler, "run_one", interrupted)
     code, _, err = run(capsys, "compile", EXAMPLES / "tc.dl")
-    assert code == 130 and "interrupted (Ctrl-C) while running stage " in err and "Traceback" not in err
+    assert code == 130 and "interrupted (Ctrl-C) in stage " in err and "Traceback" not in err
     _, after, _ = run(capsys, "sql", "SELECT version, stage, status FROM evita.version WHERE program = 'tc'")
     assert after == before
 
