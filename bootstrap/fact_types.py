@@ -37,7 +37,7 @@ def check_fact_types(program: Program) -> Iterator[Diagnostic]:
                 text = _text(a)
                 yield Diagnostic("fact-type", f"column {i + 1} ({col.name}) of {f.atom.relation} is {col.type}, "
                                  f"but {text} is {_SHOWN.get(a.type, a.type)}", a.span if a.span.line else f.span,
-                                 text, f"write {_article(col.type)} value, or declare the column to match")
+                                 text, f"write {article(col.type)} value, or declare the column to match")
             elif col.type == "unsigned" and a.value < 0:
                 yield Diagnostic("fact-type", f"column {i + 1} ({col.name}) of {f.atom.relation} is unsigned, but "
                                  f"{a.value} is negative", a.span if a.span.line else f.span, str(a.value),
@@ -50,5 +50,5 @@ def _text(c: Const) -> str:
     return {True: "true", False: "false", None: "null"}.get(c.value, str(c.value)) if c.type != INT else str(c.value)
 
 
-def _article(t: str) -> str:
+def article(t: str) -> str:
     return f"an {t}" if t[0] in "aeiou" else f"a {t}"

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlparse
 
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.fact_types import article
 from .dataflow import Storage
 from .inputs import InputFile
 from .io import DECLARED
@@ -253,7 +254,7 @@ def _diagnostic(r: _Read, path: str, line: int, row) -> Diagnostic:
                           "\ufffd", "save the file as UTF-8 text", source_line=value)
     text, declared = tokens[err] if err < len(tokens) else None, s.types[err]
     name = s.columns[err] if err < len(s.columns) else f"c{err}"
-    why = "has no value" if not text else f"{text!r} is not {_article(declared)}"
+    why = "has no value" if not text else f"{text!r} is not {article(declared)}"
     return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {declared}, but {why}",
                       S.Span(path, line, 0 if r.parquet else starts[err]), text or "",
                       _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),
@@ -277,7 +278,3 @@ def _shown_path(given: str, uri: str) -> str:
 
 def _columns(s: Storage) -> str:
     return ", ".join(f"{c}: {t}" for c, t in zip(s.columns, s.types))
-
-
-def _article(declared: str) -> str:
-    return f"an {declared}" if declared[0] in "aeiou" else f"a {declared}"
