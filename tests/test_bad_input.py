@@ -91,12 +91,13 @@ def test_checked_command_line_subprocess_is_fast(tmp_path):
 
 
 def test_bad_facts_rows_fail_the_run_at_their_line(spark, capsys):
-    code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad")
+    quick = ("--only", "delta")  # the stages are not what is tested here
+    code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", *quick)
     assert code == 1, out + err
     assert f"{BAD / 'tc_bad' / 'edge.facts'}:3:5: error[input-columns]" in err
     assert f"{BAD / 'tc_bad' / 'edge.facts'}:4:3: error[input-type]" in err and "'two'" in err
     assert "did not run" in err
-    code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", "--lenient", "--stats")
+    code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", "--lenient", "--stats", *quick)
     assert code == 0 and "skipped 2 rows of edge" in out and "input edge: 2 rows skipped" in out
     assert "null" not in out  # no value became null
 
@@ -110,10 +111,10 @@ def test_spark_failure_is_one_line_naming_the_stratum(spark, capsys, monkeypatch
             spark.sql("SELECT raise_error('disk on fire')").collect()
 
     monkeypatch.setattr(engine, "run", failing)
-    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc")
+    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta")
     assert code == 1 and "Spark failed in stratum 1 (path):" in err and "disk on fire" in err
     assert "Traceback" not in err and "\tat " not in err and "--verbose" in err
-    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--verbose")
+    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta", "--verbose")
     assert code == 1 and "Traceback" in err
 
 
