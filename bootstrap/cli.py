@@ -35,31 +35,60 @@ def main(argv: list | None = None) -> int:
         return 2
     if getattr(args, "warehouse", None):
         os.environ["EVITA_WAREHOUSE"] = str(Path(args.warehouse).resolve())
+    from evita.catalog.store import WarehouseBusy
+
+    from .stopping import Stopped, stopped_by_signals
+
     try:
-        return args.func(args) or 0
+        with stopped_by_signals():
+            return args.func(args) or 0
     except EvitaError as e:
         report(e)
         return 1
-    except UserError as e:
-        err.print(f"[bold red]error:[/] {e}", markup=True, soft_wrap=True)
+    except (UserError, WarehouseBusy) as e:
+        err.print(f"[bold red]error:[/] {_escape(str(e))}", markup=True, soft_wrap=True)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, Stopped) as e:  # Ctrl-C, or a timeout's SIGTERM
+        return _stopped(e, getattr(args, "verbose", False))
+    except Exception as e:  # Spark failed, the JVM died, or a bug: one line, the trace on request
+        return _failed(e, getattr(args, "verbose", False))
 
 
 class UserError(Exception):
     """A mistake in how the command was called (not in the program)."""
 
 
+def _stopped(e: BaseException, verbose: bool) -> int:
+    from .stopping import cancel_spark_jobs, describe_stop
+
+    cancelled = cancel_spark_jobs()
+    err.print(f"[bold red]stopped:[/] {_escape(describe_stop(e, cancelled))}", markup=True, soft_wrap=True)
+    if verbose:
+        import traceback
+
+        err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
+    return 130 if isinstance(e, KeyboardInterrupt) else 143
+
+
+def _failed(e: Exception, verbose: bool) -> int:
+    import traceback
+
+    from .stopping import describe_failure
+
+    err.print(f"[bold red]error:[/] {_escape(describe_failure(e))}", markup=True, soft_wrap=True)
+    if verbose:
+        err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
+    else:
+        err.print("  hint: run again with --verbose for the Python and Java trace", soft_wrap=True)
+    return 1
+
+
 def report(e: EvitaError) -> None:
     for d in e.diagnostics:
-        text = d.render(e.source)
-        head, _, rest = text.partition("\n")
-        err.print(f"[bold red]{_escape(head)}[/]", markup=True, soft_wrap=True)
-        if rest:
-            err.print(_escape(rest), markup=True, soft_wrap=True)
-    n = len(e.diagnostics)
-    err.print(f"[red]{n} error{'s' if n != 1 else ''}; nothing was written to the catalog.[/]", markup=True)
+        _print_diagnostic(d.render(e._source_of(d)), "red" if d.severity == "error" else "yellow")
+    n = sum(d.severity == "error" for d in e.diagnostics)
+    outcome = getattr(e, "outcome", "nothing was written to the catalog.")
+    err.print(f"[red]{n} error{'s' if n != 1 else ''}; {outcome}[/]", markup=True)
 
 
 def _escape(text: str) -> str:
@@ -73,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
     common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+    common.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
     sub = p.add_subparsers(metavar="COMMAND")
 
     c = sub.add_parser("load", parents=[common], help="parse a program into the catalog and summarize it")
@@ -143,19 +173,28 @@ def stage_options() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- commands
 
 def parse_and_check(path: str, name: str | None = None):
+    """Read, parse and check a program file (no Spark); a program that computes nothing
+    is reported as a warning, which `run` turns into exit code 1."""
     from .checks import check_program
     from .parser import parse_file
+    from .source import empty_warning
 
-    file = Path(path)
-    if not file.is_file():
-        raise UserError(f"{path}: no such file (give the path of a .olg or .dl program)")
-    return check_program(parse_file(file) if name is None else _parse_named(file, name))
+    program = check_program(parse_file(path, name))
+    warning = empty_warning(program)
+    if warning is not None:
+        report_warning(warning)
+    return program
 
 
-def _parse_named(file: Path, name: str):
-    from .parser import parse_program
+def report_warning(d) -> None:
+    _print_diagnostic(d.render(), "yellow")
 
-    return parse_program(file.read_text(), str(file), name)
+
+def _print_diagnostic(text: str, color: str) -> None:
+    head, _, rest = text.partition("\n")
+    err.print(f"[bold {color}]{_escape(head)}[/]", markup=True, soft_wrap=True)
+    if rest:
+        err.print(_escape(rest), markup=True, soft_wrap=True)
 
 
 def session(args):
@@ -164,11 +203,19 @@ def session(args):
 
     spark = spark_session(master=getattr(args, "master", None))
     store.attach(spark)
+    for what in store.RECOVERED:  # a save a killed process left half done
+        err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)
+    store.RECOVERED.clear()
     return spark
 
 
 def cmd_check(args) -> int:
+    from evita.runtime.inputs import check_io_params
+
     program = parse_and_check(args.program)
+    problems = check_io_params(program)
+    if problems:
+        raise EvitaError(problems, source=program.text, source_file=program.path)
     out.print(f"{args.program}: ok ({len(program.rules)} rules, {len(program.facts)} facts)")
     return 0
 
@@ -250,16 +297,16 @@ def cmd_print(args) -> int:
     return 0
 
 
-def compile_file(args, spark=None):
-    """Parse, check and compile a program file through the lattice; store every version.
-    Returns (program, Compilation, [StageDiff])."""
+def compile_file(args, spark=None, program=None):
+    """Parse, check and compile a program file through the lattice (`program`: already
+    parsed and checked); store every version. Returns (program, Compilation, [StageDiff])."""
     from evita.catalog.encode import encode
 
     from .explain import diff_versions
-    from .scheduler import compile_program
+    from .scheduler import Version, compile_program
     from .stage import StageFailure
 
-    program = parse_and_check(args.program)
+    program = program or parse_and_check(args.program)
     rows = encode(program)
     spark = session(args) if spark is None else _attached(spark)
     choose = {}
@@ -272,27 +319,51 @@ def compile_file(args, spark=None):
         comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
                                only=args.only, choose=choose, max_iterations=args.max_iterations)
     except StageFailure as e:
-        if e.versions:
-            _store_compilation(spark, program.name, e.versions)
-        raise UserError(f"{e}\nThe catalog of {program.name} stays at version {len(e.versions) - 1 if e.versions else 0}"
-                        f" ({e.versions[-1].stage if e.versions else 'parse'}).") from None
+        versions = e.versions or [Version(0, "parse", rows)]
+        diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
+        _store_compilation(spark, program.name, versions, diffs, failure=e)
+        raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
     diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
     _store_compilation(spark, program.name, comp.versions, diffs)
     return program, comp, diffs
 
 
-def _store_compilation(spark, program_id: str, versions: list, diffs=None) -> None:
+class CompileFailed(UserError):
+    """A stage failed; `diffs` are what the stages before it did (explain shows them)."""
+
+    def __init__(self, message: str, diffs: list):
+        super().__init__(message)
+        self.diffs = diffs
+
+
+def _kept(spark, program_id: str) -> str:
+    """What the catalog holds after a failed compile: the last good one, untouched."""
     from evita.catalog import store
 
-    from .explain import diff_versions
+    good = [r for r in store.load_rows(spark, program_id).dicts("version") if r["status"] in (store.OK, None)]
+    last = max(good, key=lambda r: r["version"]) if good else None
+    kept = (f"The catalog of {program_id} stays at its last good compile (version {last['version']}, "
+            f"{last['stage']})" if last else f"{program_id} has no good compile in the catalog")
+    return (f"{kept}; this attempt is kept apart: SELECT * FROM evita.version WHERE program = "
+            f"'{_sql_str(program_id)}' AND status = 'failed'")
 
-    diffs = diffs if diffs is not None else diff_versions([(v.number, v.stage, v.rows) for v in versions], program_id)
+
+def _store_compilation(spark, program_id: str, versions: list, diffs: list, failure=None) -> None:
+    """One commit: a good compile replaces the program's catalog and history; a failed
+    one (`failure`, the StageFailure) is stored apart from them with status 'failed'."""
+    from evita.catalog import store
+    from evita.catalog.rows import CatalogRows
+
     counts = {d.version: d.counts for d in diffs}
-    final = versions[-1].rows
-    final["version"] = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)),
-                         round(v.seconds, 3), v.actions) for v in versions]
-    store.save_program(spark, final)
-    store.save_versions(spark, program_id, [(v.number, v.rows) for v in versions])
+    status = store.FAILED if failure else store.OK
+    version_rows = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)), round(v.seconds, 3),
+                     v.actions, status, None) for v in versions]
+    if failure:
+        version_rows.append((program_id, versions[-1].number + 1, failure.stage, 0, 0, 0, None, None, status,
+                             failure.reason))
+    final = versions[-1].rows if not failure else CatalogRows()
+    final["version"] = version_rows
+    store.save_compilation(spark, final, program_id, [(v.number, v.rows) for v in versions], status)
 
 
 def _attached(spark):
@@ -320,11 +391,30 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    program, comp, diffs = compile_file(args)
+    try:
+        program, comp, diffs = compile_file(args)
+    except CompileFailed as e:  # show what the stages before the failing one did, then why it failed
+        out.print("[bold red]this compile failed; what its stages did before the failure:[/]")
+        _print_diffs([d for d in e.diffs if args.stage in (None, d.stage)])
+        raise
     shown = [d for d in diffs if args.stage in (None, d.stage)]
     if args.stage and not shown:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
+    _print_diffs(shown)
+    graphs = _stage_graphs(args, program, comp, shown)
+    if args.dot:
+        if not graphs:
+            raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
+                            f"evita explain {args.program} --stage magic_sets --dot FILE)")
+        from .explain import to_dot
+
+        Path(args.dot).write_text("\n\n".join(to_dot(g) for g in graphs) + "\n")
+        out.print(f"wrote {args.dot}")
+    return 0
+
+
+def _print_diffs(shown: list) -> None:
     for d in shown:
         a, r, c = d.counts
         out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
@@ -339,16 +429,6 @@ def cmd_explain(args) -> int:
             _print_rule("+", text, "green")
         for line in d.origins or ():
             out.print(f"  [dim]{line}[/]")
-    graphs = _stage_graphs(args, program, comp, shown)
-    if args.dot:
-        if not graphs:
-            raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
-                            f"evita explain {args.program} --stage magic_sets --dot FILE)")
-        from .explain import to_dot
-
-        Path(args.dot).write_text("\n\n".join(to_dot(g) for g in graphs) + "\n")
-        out.print(f"wrote {args.dot}")
-    return 0
 
 
 def _stage_graphs(args, program, comp, shown) -> list:

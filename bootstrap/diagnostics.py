@@ -24,10 +24,15 @@ class Diagnostic:
     span: Span
     text: str = ""  # the offending text
     hint: str = ""
+    severity: str = "error"  # "error", "warning", or "note" (a remark on the errors before it)
+    # The offending line itself, for text that is not the program (a row of an input file
+    # of gigabytes is shown without reading the file again).
+    source_line: str | None = None
 
     def render(self, source: str | None = None) -> str:
-        lines = [f"{self.span}: error[{self.code}]: {self.message}"]
-        src_line = _line_of(source, self.span.line)
+        lines = [f"{self.span}: {self.severity}[{self.code}]: {self.message}"]
+        src_line = (self.source_line.expandtabs(1) if self.source_line is not None
+                    else _line_of(source, self.span.line))
         if src_line is not None:
             gutter = f"{self.span.line:>4}"
             lines.append(f"{gutter} | {src_line}")
@@ -40,7 +45,8 @@ class Diagnostic:
         return "\n".join(lines)
 
     def sort_key(self):
-        return (self.span.file, self.span.line, self.span.col, self.code)
+        # A note remarks on the errors (how many were left unchecked): it comes last.
+        return (self.severity == "note", self.span.file, self.span.line, self.span.col, self.code)
 
 
 def _line_of(source: str | None, line: int) -> str | None:
@@ -69,7 +75,7 @@ class EvitaError(Exception):
             return self.source
         try:
             return Path(d.span.file).read_text()
-        except OSError:
+        except (OSError, ValueError):  # gone, or not text: the diagnostic shows its text alone
             return None
 
     @property

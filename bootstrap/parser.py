@@ -69,9 +69,10 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None)
     return Program(name or _program_name(path), tuple(statements), path, dialect, text)
 
 
-def parse_file(path) -> Program:
-    path = Path(path)
-    return parse_program(path.read_text(encoding="utf-8"), str(path))
+def parse_file(path, name: Optional[str] = None) -> Program:
+    from .source import read_source
+
+    return parse_program(read_source(path), str(path), name)
 
 
 def parse_rule(text: str) -> Rule:
@@ -120,15 +121,27 @@ def _parse_tree(text: str, path: str, start: str):
             diagnostics.append(_syntax_diagnostic(e, current, path))
             offset = _error_offset(e, current)
             region = _statement_region(current, offset) if start == "start" else None
-            if region is None or len(diagnostics) >= _MAX_SYNTAX_ERRORS:
+            if region is None:
                 break
             lo, hi = region
+            if len(diagnostics) >= _MAX_SYNTAX_ERRORS:
+                diagnostics.append(_stopped_note(text, path, hi))
+                break
             current = current[:lo] + re.sub(r"[^\n]", " ", current[lo:hi]) + current[hi:]
             continue
         if not diagnostics:
             return tree
         break
     raise EvitaError(diagnostics, source=text)
+
+
+def _stopped_note(text: str, path: str, offset: int) -> Diagnostic:
+    """Says that checking stopped at the cap, so that a file of noise does not look
+    like a file with exactly 20 mistakes."""
+    line = text.count("\n", 0, offset) + 1
+    rest = text.count("\n", offset) + (0 if text.endswith("\n") else 1)
+    return Diagnostic("error-limit", f"stopped after {_MAX_SYNTAX_ERRORS} errors; {rest} more lines not checked",
+                      Span(path, line, 1), "", "fix the errors above and run again", severity="note")
 
 
 def _error_offset(e: UnexpectedInput, text: str) -> int:

@@ -19,6 +19,7 @@ from evita.catalog import schema
 from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
+from .activity import doing
 from .diagnostics import Diagnostic, EvitaError
 from .stage import (
     BOOTSTRAP_STAGES, StageFailure, StageFile, apply, evaluate, find_stages, package_root,
@@ -113,7 +114,8 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     comp = Compilation(program_id, [Version(0, "parse", rows)])
     completed = ["parse"]
     t = time.perf_counter()
-    name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {}, evaluator)
+    with doing("the stage lattice"):
+        name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {}, evaluator)
     comp.lattice_seconds += time.perf_counter() - t
     comp.lattice_actions += lattice.actions
     while name is not None and name != "planner":
@@ -125,8 +127,9 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
                                detail="add the file, or pass its directory with --stage-path")
         question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
-            comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations, question,
-                                         evaluator))
+            with doing(f"stage {name}"):
+                comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations,
+                                             question, evaluator))
         except StageFailure as e:
             e.versions = comp.versions  # the catalog stays at the last good version
             raise

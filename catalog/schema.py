@@ -255,7 +255,8 @@ TABLES = (
         ("seq", INT, "0-based position in the parameter list"),
     ], ["program", "relation", "direction", "key"], order=["program", "relation", "direction", "seq"]),
     _t("version", "Catalog versions of a program: version 0 is the parse, then one per stage that ran. "
-       "The rows of every version are in database evita_history (column `version`).", [
+       "The rows of every version are in database evita_history (columns `version`, `status`). A compile "
+       "that fails leaves the versions of the last good one and adds its own with status 'failed'.", [
         ("program", STRING, "program id"),
         ("version", INT, "0 for the parse, then 1, 2, ... in the order the stages ran"),
         ("stage", STRING, "stage that produced this version"),
@@ -264,7 +265,9 @@ TABLES = (
         ("rules_changed", INT, "rules whose id stayed but whose text changed"),
         Col("seconds", DOUBLE, "wall time of the stage, integrity checks included", source=True),
         Col("actions", INT, "Spark actions the stage started", source=True),
-    ], ["program", "version"]),
+        ("status", STRING, "'ok': the last good compile; 'failed': the last compile that failed, kept apart"),
+        ("message", STRING, "why the stage failed (its row closes a failed compile); null otherwise"),
+    ], ["program", "status", "version"]),
     _t("stage", "Compiler stages known to the scheduler.", [
         ("name", STRING, "stage name"),
         ("kind", STRING, "'bootstrap' (Python) or 'datalog' (.dl file)"),

@@ -3,6 +3,8 @@
 Layout under the warehouse directory (`runtime.session.warehouse_dir()`):
 
     WAREHOUSE/evita-catalog/TABLE/p-PROGRAM.parquet   one Parquet file per table and program
+    WAREHOUSE/evita-catalog/version/f-PROGRAM.parquet the last failed compile of a program, kept apart
+    WAREHOUSE/evita-history/TABLE/{p,f}-PROGRAM.parquet every version (of the good / the failed compile)
     WAREHOUSE/evita-catalog/TABLE/shared.parquet      rows of tables shared by all programs
     WAREHOUSE/evita-catalog/_journal, _staging, .lock  commit machinery (Spark never lists them)
     WAREHOUSE/evita.db                                 the database's own directory, kept empty
@@ -28,8 +30,15 @@ exact Spark types of the schema; a Spark write would cost one job per table (abo
 jobs, 0.1-0.4 s each) for a few kilobytes. Replacement is atomic per save: all new files
 are written to `_staging` first; then a journal naming every file to move or delete is
 committed with one atomic rename; then the moves run. A failure before the commit leaves
-the previous rows untouched; a crash after it is rolled forward by the next `attach`/save.
-A file lock serializes writers.
+the previous rows untouched; a crash after it (even `kill -9`) is rolled forward by the next
+`attach`/save, which says so (`RECOVERED`). One commit may span the catalog and its history
+(`save_compilation`), so the two never disagree. A file lock serializes writers of one
+warehouse; a writer that cannot get it within EVITA_LOCK_TIMEOUT seconds (default 120)
+stops with `WarehouseBusy` naming the process that holds it.
+
+A compile that fails keeps the versions of the last good compile of the program: its own
+versions go to the `f-` files (`status` 'failed' in `evita.version` and in the history),
+and the next good compile removes them.
 
 Reading works the same way round: `load_rows` reads the program's rows from the tables'
 Parquet files with pyarrow (no job, milliseconds); `load_rows(..., engine="spark")` gets
@@ -46,6 +55,8 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +71,13 @@ HISTORY_DIR = "evita-history"  # every version of every program, column `version
 HISTORY_DB = "evita_history"
 HISTORY_TABLES = tuple(n for n in PER_PROGRAM if n != "version")
 SHARED_FILE = "shared.parquet"
+OK, FAILED = "ok", "failed"  # `status` of a version: the good compile, or the last failed attempt
+HISTORY_COLUMNS = (("version", schema.INT), ("status", schema.STRING))  # before the table's own
+RECOVERED: list = []  # what recovery did, for the command line to tell the user
+
+
+class WarehouseBusy(Exception):
+    """Another process holds the warehouse lock for longer than EVITA_LOCK_TIMEOUT."""
 _ARROW = {schema.STRING: "string", schema.INT: "int32", schema.BOOL: "bool", schema.DOUBLE: "float64"}
 
 
@@ -69,14 +87,14 @@ def catalog_root(warehouse=None) -> Path:
     return warehouse_dir(warehouse) / DATA_DIR
 
 
-def program_file(program_id: str) -> str:
+def program_file(program_id: str, status: str = OK) -> str:
     """The file holding one program's rows in each table folder (Spark skips names
-    starting with `_` or `.`, hence the prefix).
+    starting with `_` or `.`, hence the prefix; `f-` holds a failed compile).
 
-    >>> program_file("sp/v1")
-    'p-sp%2Fv1.parquet'
+    >>> program_file("sp/v1"), program_file("sp", FAILED)
+    ('p-sp%2Fv1.parquet', 'f-sp.parquet')
     """
-    return f"p-{quote(program_id, safe='')}.parquet"
+    return f"{'p' if status == OK else 'f'}-{quote(program_id, safe='')}.parquet"
 
 
 def qualified(table_name: str) -> str:
@@ -87,7 +105,7 @@ def qualified(table_name: str) -> str:
 
 def _fingerprint(root: Path) -> str:
     """Where the tables point and which schema they have: attach re-registers on a change."""
-    ddl = "|".join(f"{t.name}({t.ddl()})" for t in schema.TABLES) + f"|{HISTORY_DB}"
+    ddl = "|".join(f"{t.name}({t.ddl()})" for t in schema.TABLES) + f"|{HISTORY_DB}{HISTORY_COLUMNS}"
     return f"{root}#{hashlib.sha1(ddl.encode()).hexdigest()[:16]}"
 
 
@@ -107,8 +125,7 @@ def attach(spark, warehouse=None) -> Path:
     root = catalog_root(warehouse)
     for t in schema.TABLES:
         (root / t.name).mkdir(parents=True, exist_ok=True)
-    with _locked(root):
-        _recover(root)
+    recover(root)
     fp = _fingerprint(root)
     if _registered_fingerprint(spark) == fp and set(_table_names(spark)) >= set(schema.BY_NAME):
         _refresh(spark)  # another process may have saved since
@@ -125,33 +142,68 @@ def attach(spark, warehouse=None) -> Path:
     return root
 
 
+def recover(root: Path) -> None:
+    """Finish or drop a save that a killed process left half done (no Spark needed)."""
+    with _locked(root):
+        _recover(root)
+        _recover(root.parent / HISTORY_DIR)  # journals of warehouses written before one commit spanned both
+
+
 def _attach_history(spark, hist: Path) -> None:
-    """Database evita_history: every catalog version, the table's columns after `version`."""
+    """Database evita_history: every catalog version, the table's columns after `version`
+    and `status` ('ok': the last good compile; 'failed': the last failed one)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {HISTORY_DB} LOCATION '{_sql(hist.parent / (HISTORY_DB + '.db'))}'")
     for name in HISTORY_TABLES:
         t = schema.BY_NAME[name]
         (hist / name).mkdir(parents=True, exist_ok=True)
         spark.sql(f"DROP TABLE IF EXISTS {HISTORY_DB}.`{name}`")
-        spark.sql(f"CREATE TABLE {HISTORY_DB}.`{name}` (`version` INT, {t.ddl()}) USING parquet "
+        spark.sql(f"CREATE TABLE {HISTORY_DB}.`{name}` (`version` INT, `status` STRING, {t.ddl()}) USING parquet "
                   f"LOCATION '{_sql(hist / name)}' COMMENT '{_sql(t.doc)} (every version)'")
 
 
 def save_versions(spark, program_id: str, versions: list) -> None:
     """Replace the stored history of one program: versions = [(number, CatalogRows)]."""
-    hist = _root_of(spark).parent / HISTORY_DIR
-    writes = []
-    for name in HISTORY_TABLES:
-        rows = [(n,) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])]
-        writes.append((name, program_file(program_id), rows))
-    _commit(hist, writes, versioned=True)
+    root = _root_of(spark)
+    _commit(root, _history_writes(root, program_id, versions, OK))
     _refresh(spark)
 
 
-def load_versions(spark, program_id: str) -> dict:
-    """version number -> CatalogRows of one program, from evita_history (no Spark job)."""
+def save_compilation(spark, final: CatalogRows, program_id: str, versions: list, status: str = OK) -> None:
+    """Store a compile in one commit. OK: `final` (every per-program table, `version`
+    included) and the history `versions` = [(number, CatalogRows)] replace the program's,
+    and a failed attempt kept from before goes. FAILED: only `final["version"]` (the
+    attempt's version rows) and its history are written, to the `f-` files; the last good
+    compile stays as it was."""
+    root = _root_of(spark)
+    failed = program_file(program_id, FAILED)
+    if status == OK:
+        writes = [(root / name, program_file(program_id), name, final.only(program_id).get(name, []))
+                  for name in PER_PROGRAM]
+        writes.append((root / "version", failed, "version", []))
+        writes += [(w[0], failed, w[2], []) for w in _history_writes(root, program_id, [], FAILED)]
+    else:
+        writes = [(root / "version", failed, "version", final.get("version", []))]
+    _commit(root, writes + _history_writes(root, program_id, versions, status))
+    _refresh(spark)
+
+
+def _history_writes(root: Path, program_id: str, versions: list, status: str) -> list:
+    hist = root.parent / HISTORY_DIR
+    return [(hist / name, program_file(program_id, status), name,
+             [(n, status) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])])
+            for name in HISTORY_TABLES]
+
+
+def load_versions(spark, program_id: str, status: str = OK) -> dict:
+    """version number -> CatalogRows of one program, from evita_history (no Spark job);
+    status FAILED: the versions of its last failed compile."""
+    return versions_at(_root_of(spark).parent / HISTORY_DIR, program_id, status)
+
+
+def versions_at(hist: Path, program_id: str, status: str = OK) -> dict:
+    """`load_versions` from a history folder (no Spark session needed)."""
     import pyarrow.dataset as ds
 
-    hist = _root_of(spark).parent / HISTORY_DIR
     out: dict = {}
     for name in HISTORY_TABLES:
         folder = hist / name
@@ -159,9 +211,12 @@ def load_versions(spark, program_id: str) -> dict:
             continue
         data = ds.dataset(str(folder), schema=_arrow_schema(name, True), format="parquet",
                           ignore_prefixes=[".", "_"])
-        table = data.to_table(filter=ds.field(program_column(name)) == program_id)
+        same = ds.field("status") == status
+        if status == OK:  # files written before failed compiles were kept apart have no status
+            same = same | ds.field("status").is_null()
+        table = data.to_table(filter=(ds.field(program_column(name)) == program_id) & same)
         for row in zip(*(table.column(c).to_pylist() for c in table.column_names)):
-            out.setdefault(row[0], CatalogRows())[name].append(tuple(row[1:]))
+            out.setdefault(row[0], CatalogRows())[name].append(tuple(row[2:]))
     return {k: v.sorted() for k, v in sorted(out.items())}
 
 
@@ -220,9 +275,14 @@ def save_program(spark, rows: CatalogRows) -> None:
     """Replace, in every per-program table, the rows of each program `rows` holds; other
     programs' rows stay. Costs no Spark job."""
     root = _root_of(spark)
-    _commit(root, [(name, program_file(pid), rows.only(pid).get(name, []))
-                   for pid in rows.programs() for name in PER_PROGRAM])
+    _commit(root, program_writes(root, rows))
     _refresh(spark)
+
+
+def program_writes(root: Path, rows: CatalogRows) -> list:
+    """The writes of `save_program` (for `_commit`)."""
+    return [(root / name, program_file(pid), name, rows.only(pid).get(name, []))
+            for pid in rows.programs() for name in PER_PROGRAM]
 
 
 def save_shared(spark, rows: CatalogRows, tables=("stage", "stage_lattice")) -> None:
@@ -231,21 +291,23 @@ def save_shared(spark, rows: CatalogRows, tables=("stage", "stage_lattice")) -> 
     for name in tables:
         if program_column(name) is not None:
             raise ValueError(f"{name} is a per-program table; use save_program")
-    _commit(root, [(name, SHARED_FILE, rows.get(name, [])) for name in tables])
+    _commit(root, [(root / name, SHARED_FILE, name, rows.get(name, [])) for name in tables])
     _refresh(spark)
 
 
 def drop_program(spark, program_id: str) -> None:
     """Remove every row of one program."""
     root = _root_of(spark)
-    _commit(root, [(name, program_file(program_id), []) for name in PER_PROGRAM])
+    _commit(root, [(root / name, program_file(program_id, status), name, [])
+                   for status in (OK, FAILED) for name in PER_PROGRAM]
+            + _history_writes(root, program_id, [], OK) + _history_writes(root, program_id, [], FAILED))
     _refresh(spark)
 
 
 def _arrow_schema(name: str, versioned: bool = False):
     import pyarrow as pa
 
-    fields = [pa.field("version", "int32")] if versioned else []
+    fields = [pa.field(c, _ARROW[t]) for c, t in HISTORY_COLUMNS] if versioned else []
     return pa.schema(fields + [pa.field(c.name, _ARROW[c.type]) for c in schema.BY_NAME[name].columns])
 
 
@@ -260,17 +322,42 @@ def _arrow_table(name: str, rows: list, versioned: bool = False):
 
 @contextmanager
 def _locked(root: Path):
+    """The warehouse's writer lock. Waits for another writer (a save takes milliseconds),
+    but not forever: a process stopped while holding it must not hang every other one."""
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    wait = float(os.environ.get("EVITA_LOCK_TIMEOUT", "120"))
+    deadline = time.monotonic() + wait
+    with open(root / ".lock", "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    fh.seek(0)
+                    holder = fh.read().strip() or "unknown"
+                    raise WarehouseBusy(f"warehouse busy: process {holder} holds {root / '.lock'}; waited {wait:.0f} s "
+                                        f"(set EVITA_LOCK_TIMEOUT to wait longer)") from None
+                time.sleep(0.05)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))  # who holds it, for the busy message of the others
+        fh.flush()
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _commit(root: Path, writes: list, versioned: bool = False) -> None:
-    """writes: [(table, file name, rows)]; empty rows delete the file. All or nothing."""
+def _crash_point(name: str) -> None:
+    """Tests simulate `kill -9` at a named point of a save: EVITA_CRASH_AT=staged|committed|applying."""
+    if os.environ.get("EVITA_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _commit(root: Path, writes: list) -> None:
+    """writes: [(folder, file name, table, rows)], history folders' rows leading with
+    (version, status); empty rows delete the file. All or nothing, even across folders."""
     import pyarrow.parquet as pq
 
     token = uuid.uuid4().hex
@@ -280,13 +367,14 @@ def _commit(root: Path, writes: list, versioned: bool = False) -> None:
         _recover(root)
         ops = []
         try:
-            for name, fname, rows in writes:
+            for i, (folder, fname, name, rows) in enumerate(writes):
                 staged = None
                 if rows:
-                    staged = staging / name / fname
+                    staged = staging / str(i) / fname
                     staged.parent.mkdir(parents=True, exist_ok=True)
-                    pq.write_table(_arrow_table(name, rows, versioned), staged)
-                ops.append([name, fname, str(staged) if staged else None])
+                    pq.write_table(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR), staged)
+                ops.append([str(folder), fname, str(staged) if staged else None])
+            _crash_point("staged")
             journal.mkdir(exist_ok=True)
             tmp = journal / f".{token}.tmp"
             tmp.write_text(json.dumps({"ops": ops}))
@@ -294,32 +382,39 @@ def _commit(root: Path, writes: list, versioned: bool = False) -> None:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        _crash_point("committed")
         _apply(root, journal / f"{token}.json")
 
 
 def _apply(root: Path, journal_file: Path) -> None:
     """Carry out a committed journal; safe to repeat after a crash half way."""
     ops = json.loads(journal_file.read_text())["ops"]
-    for name, fname, staged in ops:
-        target = root / name / fname
+    for folder, fname, staged in ops:
+        target = root / folder / fname  # an absolute folder; a table name in older journals
+        target.parent.mkdir(parents=True, exist_ok=True)
         if staged is None:
             target.unlink(missing_ok=True)
         elif os.path.exists(staged):
             os.replace(staged, target)
+            _crash_point("applying")
     journal_file.unlink()
     shutil.rmtree(root / "_staging" / journal_file.stem, ignore_errors=True)
 
 
 def _recover(root: Path) -> None:
     """Roll committed journals forward and drop uncommitted staging (caller holds the lock)."""
-    journal = root / "_journal"
+    journal, staging = root / "_journal", root / "_staging"
     if journal.is_dir():
         for f in sorted(journal.glob("*.json"), key=lambda p: p.stat().st_mtime):
             _apply(root, f)
-        for f in journal.glob(".*.tmp"):
-            f.unlink()
-    if (root / "_staging").is_dir():
-        shutil.rmtree(root / "_staging")
+            RECOVERED.append(f"{root}: finished a save that was interrupted after it committed")
+    uncommitted = list(journal.glob(".*.tmp")) if journal.is_dir() else []
+    if uncommitted or (staging.is_dir() and any(staging.iterdir())):
+        RECOVERED.append(f"{root}: dropped a save that was interrupted before it committed; "
+                         "the catalog is as it was before that save")
+    for f in uncommitted:
+        f.unlink()
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- reading

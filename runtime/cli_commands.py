@@ -37,18 +37,21 @@ def add_arguments(subparsers, common=None) -> None:
     if common is None:
         c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
     c.add_argument("--stats", action="store_true", help="print Spark actions per stratum iteration")
+    c.add_argument("--lenient", action="store_true",
+                   help="skip input rows that do not read (wrong column count or type) and count them, "
+                        "instead of stopping with an error")
     c.add_argument("--no-local", action="store_true",
                    help="run decomposable strata in the SQL loop too (for comparison)")
     c.set_defaults(func=cmd_run)
 
 
-def compiled(args):
+def compiled(args, program=None):
     """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
     Parsing and checking happen before Spark starts, so a bad file fails fast."""
     from ..bootstrap.cli import compile_file
     from ..catalog.decode import decode
 
-    program, comp, _ = compile_file(args)
+    program, comp, _ = compile_file(args, program=program)
     return decode(comp.final, program.name)
 
 
@@ -63,15 +66,33 @@ def cmd_plan(args) -> int:
 def cmd_run(args) -> int:
     from rich.console import Console
 
+    from ..bootstrap.activity import doing
+    from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
+    from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
+    from .inputs import not_given, resolve_inputs
     from .io import gather_inputs, write_outputs
     from .session import spark_session
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    dataflow = plan(compiled(args))
+    program = parse_and_check(args.program)
+    if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
+        return 1
+    files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
+    for warning in not_given(program, files):
+        report_warning(warning)
+    dataflow = plan(compiled(args, program))
     spark = spark_session(master=getattr(args, "master", None))
-    inputs = gather_inputs(spark, dataflow, args.input, args.facts_dir)
+    try:
+        with doing("the reading of the inputs"):
+            inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
+    except EvitaError as e:
+        e.outcome = "the program was compiled (and is in the catalog) but did not run."
+        raise
+    for rel, n in sorted(inputs.skipped.items()):
+        console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
                  local=not args.no_local)
     shown = shown_relations(dataflow)
@@ -83,9 +104,12 @@ def cmd_run(args) -> int:
     if args.output:
         for path in write_outputs(result, shown, args.output, args.format):
             console.print(f"wrote {path}")
-    print_tables(console, frames)
+    with doing("the computation of the results shown"):  # relations are lazy: the rest of the work is here
+        print_tables(console, frames)
     if args.stats:
         console.print(result.stats_text())
+        for rel, n in sorted(inputs.skipped.items()):
+            console.print(f"input {rel}: {n} rows skipped (--lenient)")
     return 0
 
 

@@ -36,6 +36,7 @@ from functools import reduce
 from typing import Optional
 
 from ..bootstrap import syntax as S
+from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from .dataflow import DELETION_SUFFIX
 from .dataflow import Dataflow, Storage, Stratum
@@ -278,19 +279,23 @@ class _Engine:
         try:
             self.load_base()
             for st in self.df.strata:
-                if st.local is not None and self.use_local:
-                    from .local import run_local_stratum, supports
-                    if supports(st, self.df) and run_local_stratum(self, st):
-                        continue
-                if st.recursive:
-                    self.run_recursive(st)
-                else:
-                    self.run_once(st)
+                with doing(f"stratum {st.index} ({', '.join(st.relations)})"):  # named if it fails
+                    self.run_stratum(st)
             self.apply_deletions()
         finally:
             self.views.clear()
         out = _Named(self, {name: s.columns for name, s in self.df.relations.items() if s.kind != "deletion"})
         return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self)
+
+    def run_stratum(self, st) -> None:
+        if st.local is not None and self.use_local:
+            from .local import run_local_stratum, supports
+            if supports(st, self.df) and run_local_stratum(self, st):
+                return
+        if st.recursive:
+            self.run_recursive(st)
+        else:
+            self.run_once(st)
 
     def action(self, df) -> list:
         """Every action goes through here so the stats can count them."""

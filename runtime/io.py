@@ -101,54 +101,38 @@ def empty_frame(spark, s: Storage):
 
 # ---------------------------------------------------------------- reading
 
-def read_table(spark, path: str, s: Storage, delimiter: str | None = None):
-    """A CSV, TSV (.tsv/.facts/.tab) or Parquet file (or directory) as relation `s`."""
-    p = Path(path)
-    if not p.exists():
-        raise EvitaError([Diagnostic("input-missing", f"input file for {s.name} not found: {path}",
-                                     S.NOWHERE, path, "check the path given to --input or -F")])
-    suffix = p.suffix.lower()
-    if suffix == ".parquet" or (p.is_dir() and any(p.glob("*.parquet"))):
-        df = spark.read.parquet(str(p))
-    else:
-        sep = delimiter or ("\t" if suffix in (".tsv", ".facts", ".tab") else ",")
-        schema = schema_for(s) if any(t != "any" for t in s.types) else None
-        reader = spark.read.option("sep", sep).option("header", "false")
-        if schema is None:
-            reader = reader.option("inferSchema", "true")
-        else:
-            reader = reader.schema(schema)
-        df = reader.csv(str(p))
-    if len(df.columns) != s.arity:
-        raise EvitaError([Diagnostic("arity", f"{path} has {len(df.columns)} columns, {s.name} has {s.arity}",
-                                     S.NOWHERE, path, f"give {s.name} {s.arity} columns")])
-    return df.toDF(*[f"c{i}" for i in range(s.arity)])
+class Inputs(dict):
+    """relation -> DataFrame of the rows read; `skipped`: relation -> rows left out (--lenient)."""
+    skipped: dict = {}
 
 
-def parse_input_option(text: str) -> tuple:
-    """`REL=PATH` -> (REL, PATH)."""
-    if "=" not in text:
-        raise EvitaError([Diagnostic("bad-option", f"--input expects REL=PATH, got {text!r}", S.NOWHERE, text,
-                                     "for example --input edge=edges.csv")])
-    rel, path = text.split("=", 1)
-    return rel.strip(), path.strip()
+def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = None, *,
+                  files: dict | None = None, lenient: bool = False) -> Inputs:
+    """DataFrames for `--input REL=PATH` options and Soufflé's `-F DIR`, every row checked
+    (runtime/validate.py). `files` (relation -> InputFile, from `inputs.resolve_inputs`
+    before Spark started) replaces `inputs` and `facts_dir`."""
+    from .inputs import COMMAND_LINE, InputFile, missing_files, parse_input_option
+    from .validate import read_inputs
 
-
-def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = None) -> dict:
-    """DataFrames for `--input REL=PATH` options and Soufflé's `-F DIR`."""
-    out: dict = {}
-    for text in inputs:
-        rel, path = parse_input_option(text)
-        if rel not in dataflow.relations:
-            raise EvitaError([Diagnostic("unknown-relation", f"--input names {rel}, which the program does not use",
-                                         S.NOWHERE, text, "known: " + ", ".join(dataflow.relations))])
-        out[rel] = read_table(spark, path, dataflow.relations[rel])
-    if facts_dir:
-        for rel in dataflow.inputs:
-            if rel in out:
-                continue
-            path = Path(facts_dir) / f"{rel}.facts"
-            out[rel] = read_table(spark, str(path), dataflow.relations[rel], "\t")
+    if files is None:
+        files = {}
+        if facts_dir:
+            files = {rel: InputFile(rel, str(Path(facts_dir) / f"{rel}.facts"), "\t", S.NOWHERE)
+                     for rel in dataflow.inputs}
+        for text in inputs:
+            rel, path = parse_input_option(text)
+            files[rel] = InputFile(rel, path, None, COMMAND_LINE, True)
+    problems = [Diagnostic("unknown-relation", f"--input names {f.relation}, which the program does not use",
+                           f.span, f.relation, "known: " + ", ".join(dataflow.relations))
+                for f in files.values() if f.option and f.relation not in dataflow.relations]
+    problems += missing_files(files)
+    if problems:
+        raise EvitaError(problems)
+    # A relation the stages removed (nothing reads it any more) needs no file.
+    wanted = [(f, dataflow.relations[f.relation]) for f in files.values() if f.relation in dataflow.relations]
+    frames, skipped = read_inputs(spark, wanted, lenient)
+    out = Inputs(frames)
+    out.skipped = skipped
     return out
 
 

@@ -42,7 +42,9 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    with _jvm_stderr_to(_spark_log()):
+    from ..bootstrap.activity import doing
+
+    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -73,6 +75,32 @@ def _jvm_stderr_to(log: Path):
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Ctrl-C (or SIGTERM) while the JVM starts would leave it running with no Python to
+    stop it (py4j's server thread keeps it alive). Hold the signal until Spark is up,
+    then raise it: the stop is then clean, and the JVM ends with this process."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list = []
+    handlers = {sig: signal.signal(sig, lambda signum, frame: got.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if got:
+        handler = handlers[got[0]]
+        if callable(handler):
+            handler(got[0], None)  # Python's own (KeyboardInterrupt) or evita's (Stopped)
+        raise KeyboardInterrupt
 
 
 def _python() -> str:

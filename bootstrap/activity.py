@@ -1,0 +1,36 @@
+"""What Evita is doing right now, so that a failure deep inside Spark, a timeout or a
+Ctrl-C can be reported as one line naming it ("stage magic_sets", "stratum 2 (path)")
+instead of a Java stack trace.
+
+>>> try:
+...     with doing("stage delta"):
+...         with doing("stratum 1 (path)"):
+...             raise KeyboardInterrupt
+... except KeyboardInterrupt:
+...     print(failed_in())
+stage delta, stratum 1 (path)
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+_stack: list = []
+_failed: dict = {}  # the last exception to leave an activity, and the stack where it did
+
+
+@contextmanager
+def doing(what: str):
+    _stack.append(what)
+    try:
+        yield
+    except BaseException as e:
+        if _failed.get("exception") is not e:  # the innermost activity sees it first
+            _failed.update(exception=e, where=list(_stack))
+        raise
+    finally:
+        _stack.pop()
+
+
+def failed_in() -> str:
+    """The activities an exception went through, outermost first ('' if none)."""
+    return ", ".join(_failed.get("where") or _stack)

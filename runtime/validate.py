@@ -1,0 +1,280 @@
+"""Reading input files into relations with every row checked, in the job that reads them.
+
+A row with the wrong number of columns, or a value that is not of its column's declared
+type, is an error naming the file, the line (the row, for Parquet), the column, the text
+and the type: nothing is dropped or turned into null behind the user's back (Soufflé
+refuses such files too). `lenient` skips those rows instead and counts them.
+
+How it stays one pass over the data, however large:
+
+* text files are read as lines (`spark.read.text`), split and cast with `try_cast`, so a
+  bad value becomes an error code in column `err` instead of a null;
+* the checked rows are persisted, and ONE aggregate over all inputs counts lines and
+  errors per file split and infers the types of undeclared columns; the engine then reads
+  the persisted rows, not the files;
+* only when there are errors, a second query over the persisted rows takes the first
+  MAX_SHOWN of them (Spark's take-ordered: bounded memory);
+* line numbers come from the same aggregate: each row carries its split's start byte and
+  a per-partition ordinal, and a split's first line number is the sum of the lines of
+  the splits before it in its file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from ..bootstrap import syntax as S
+from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.fact_types import article
+from .dataflow import Storage
+from .inputs import InputFile
+from .io import DECLARED
+
+MAX_SHOWN = 20  # errors shown; the rest are counted
+TSV_SUFFIXES = (".tsv", ".facts", ".tab")
+TOO_FEW_OR_MANY, NOT_UTF8 = -1, -2  # `err` codes; 0, 1, ... name the column whose value is bad
+_HINTS = {"bigint": "write a whole number, like 42", "double": "write a number, like 3.5",
+          "boolean": "write true or false", "string": "give every column a value"}
+_INFERRED = ((1, "bigint"), (2, "double"), (4, "boolean"))  # bit of the inference mask -> type
+
+
+@dataclass
+class _Read:
+    """One input file on its way in: the persisted, checked rows and how to type them."""
+    file: InputFile
+    storage: Storage
+    parquet: bool
+    frame: object  # DataFrame: file, block, mid, value, data, tokens, err, v0, v1, ...
+    targets: list  # Spark type per column; None: infer (undeclared, text)
+
+
+def is_parquet(path: str) -> bool:
+    p = Path(path)
+    return p.suffix.lower() == ".parquet" or (p.is_dir() and any(p.glob("*.parquet")))
+
+
+def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
+    """[(InputFile, Storage)] -> ({relation: DataFrame c0, c1, ...}, {relation: rows skipped})."""
+    reads, problems = [], []
+    for f, s in files:
+        try:
+            reads.append(_parquet(spark, f, s) if is_parquet(f.path) else _text(spark, f, s))
+        except EvitaError as e:
+            problems += e.diagnostics
+    if problems:
+        raise EvitaError(problems)
+    if not reads:
+        return {}, {}
+    errors, offsets, masks = _summarize(reads)
+    if any(errors.values()) and not lenient:
+        shown = _first_errors(reads, offsets)
+        for r in reads:
+            r.frame.unpersist()
+        raise EvitaError(shown + _rest_note(sum(errors.values()), shown))
+    frames = {r.file.relation: _typed(r, masks.get(i, {})) for i, r in enumerate(reads)}
+    return frames, {r.file.relation: errors.get(i, 0) for i, r in enumerate(reads) if errors.get(i, 0)}
+
+
+# ---------------------------------------------------------------- the checked rows
+
+def _text(spark, f: InputFile, s: Storage) -> _Read:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    sep = f.delimiter or ("\t" if Path(f.path).suffix.lower() in TSV_SUFFIXES else ",")
+    quoted = f.delimiter is None and sep == ","  # a .csv given by --input: RFC 4180 quotes
+    # The ordinal is taken in the projection over the scan, before any filter could shift it.
+    lines = spark.read.text(f.path).select(
+        F.regexp_replace("value", "\r$", "").alias("value"), F.col("_metadata.file_path").alias("file"),
+        F.col("_metadata.file_block_start").alias("block"), F.monotonically_increasing_id().alias("mid"))
+    pattern = "\\Q" + sep + "\\E" + ('(?=(?:[^"]*"[^"]*")*[^"]*$)' if quoted else "")
+    tokens = lines.withColumn("tokens", F.split("value", pattern, -1))
+    values = [_unquoted(f"try_element_at(tokens, {i + 1})") if quoted else f"try_element_at(tokens, {i + 1})"
+              for i in range(s.arity)]
+    targets = [DECLARED.get(t) for t in s.types]
+    cases = [f"WHEN size(tokens) != {s.arity} THEN {TOO_FEW_OR_MANY}",
+             f"WHEN instr(value, '\ufffd') > 0 THEN {NOT_UTF8}"]
+    cases += [f"WHEN {bad} THEN {i}" for i, bad in enumerate(_per_column(values, targets, s))]
+    err = f"CASE WHEN value = '' THEN NULL {' '.join(cases)} END"
+    frame = tokens.select("file", "block", "mid", "value", F.expr("value != ''").alias("data"), "tokens",
+                          F.expr(err).cast("int").alias("err"), *[F.expr(v).alias(f"v{i}") for i, v in enumerate(values)])
+    return _Read(f, s, False, frame.persist(StorageLevel.MEMORY_AND_DISK), targets)
+
+
+def _per_column(values: list, targets: list, s: Storage) -> list:
+    """Per column, the condition of a bad value (FALSE where any text will do)."""
+    return [f"({v}) IS NOT NULL AND {_cast(v, t, s.types[i])} IS NULL" if t not in (None, "string") else "FALSE"
+            for i, (v, t) in enumerate(zip(values, targets))]
+
+
+def _parquet(spark, f: InputFile, s: Storage) -> _Read:
+    """Parquet columns are typed already: a column of another type is an error about the
+    file; a text column read as numbers is checked row by row; a null is an error."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    df = spark.read.parquet(f.path)
+    where = S.Span(f.path, 0, 0)
+    if len(df.columns) != s.arity:
+        raise EvitaError([Diagnostic("input-columns", f"{f.path} has {len(df.columns)} columns; {s.name} has "
+                                     f"{s.arity} ({_columns(s)})", where, ", ".join(df.columns),
+                                     f"write {s.name} with {s.arity} columns")])
+    targets = [DECLARED.get(t) for t in s.types]
+    conds, problems = [], []
+    for i, (field, target) in enumerate(zip(df.schema.fields, targets)):
+        v = f"`{field.name}`"
+        if target is None:
+            conds.append("FALSE")
+        elif target == "string" or _fits(field.dataType, target):
+            conds.append(f"{v} IS NULL")
+        elif isinstance(field.dataType, T.StringType):
+            conds.append(f"{v} IS NULL OR {_cast(v, target, s.types[i])} IS NULL")
+        else:
+            problems.append(Diagnostic("input-type", f"column {i + 1} ({field.name}) of {f.path} is "
+                                       f"{field.dataType.simpleString()}; {s.name} declares {s.types[i]}", where,
+                                       field.name, f"write the column as {target}, or declare it to match"))
+    if problems:
+        raise EvitaError(problems)
+    err = "CASE " + " ".join(f"WHEN {c} THEN {i}" for i, c in enumerate(conds)) + " END" if conds else "NULL"
+    frame = df.select(F.col("_metadata.file_path").alias("file"), F.lit(0).cast("long").alias("block"),
+                      F.col("_metadata.row_index").alias("mid"), F.lit("").alias("value"), F.lit(True).alias("data"),
+                      F.array(*[F.col(f"`{c}`").cast("string") for c in df.columns]).alias("tokens"),
+                      F.expr(err).cast("int").alias("err"),
+                      *[F.col(f"`{c}`").alias(f"v{i}") for i, c in enumerate(df.columns)])
+    return _Read(f, s, True, frame.persist(StorageLevel.MEMORY_AND_DISK), [t or "keep" for t in targets])
+
+
+def _fits(dtype, target: str) -> bool:
+    from pyspark.sql import types as T
+
+    return {"bigint": isinstance(dtype, T.IntegralType),
+            "double": isinstance(dtype, (T.IntegralType, T.FractionalType)),
+            "boolean": isinstance(dtype, T.BooleanType)}.get(target, False)
+
+
+def _cast(v: str, target: str, declared: str) -> str:
+    cast = f"try_cast({v} AS {target.upper()})"
+    return f"(CASE WHEN {cast} >= 0 THEN {cast} END)" if declared == "unsigned" else cast
+
+
+def _unquoted(v: str) -> str:
+    return f"CASE WHEN {v} RLIKE '^\".*\"$' THEN replace(substr({v}, 2, length({v}) - 2), '\"\"', '\"') ELSE {v} END"
+
+
+# ---------------------------------------------------------------- the one job
+
+def _summarize(reads: list) -> tuple:
+    """One Spark job over every input: per file split its first ordinal, its lines and its
+    errors, and per undeclared column the types all its values parse as."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    width = max(r.storage.arity for r in reads)
+    parts = []
+    for i, r in enumerate(reads):
+        masks = [_mask(f"v{c}") if t is None else "CAST(NULL AS INT)" for c, t in enumerate(r.targets)]
+        masks += ["CAST(NULL AS INT)"] * (width - len(masks))
+        ok = "err IS NULL AND data"
+        parts.append(r.frame.select(F.lit(i).alias("input"), "file", "block", "mid", "err",
+                                    *[F.expr(f"CASE WHEN {ok} THEN {m} END").alias(f"m{c}") for c, m in enumerate(masks)]))
+    agg = reduce(lambda a, b: a.unionByName(b), parts).groupBy("input", "file", "block").agg(
+        F.min("mid").alias("first"), F.count(F.lit(1)).alias("lines"), F.count("err").alias("errors"),
+        *[F.bit_and(f"m{c}").alias(f"m{c}") for c in range(width)])
+    errors, offsets, masks, counted = {}, {}, {}, {}
+    for row in sorted(agg.collect(), key=lambda r: (r["input"], r["file"], r["block"])):
+        i, key = row["input"], (row["input"], row["file"])
+        errors[i] = errors.get(i, 0) + row["errors"]
+        offsets[i, row["file"], row["block"]] = (counted.get(key, 0), row["first"])
+        counted[key] = counted.get(key, 0) + row["lines"]
+        for c in range(width):
+            if row[f"m{c}"] is not None:
+                masks.setdefault(i, {})[c] = masks.get(i, {}).get(c, 7) & row[f"m{c}"]
+    return errors, offsets, masks
+
+
+def _mask(v: str) -> str:
+    """Which types a text value parses as: 1 bigint, 2 double, 4 boolean; NULL if empty."""
+    return (f"CASE WHEN {v} IS NULL OR {v} = '' THEN NULL ELSE "
+            f"IF(try_cast({v} AS BIGINT) IS NULL, 0, 1) + IF(try_cast({v} AS DOUBLE) IS NULL, 0, 2) + "
+            f"IF(lower({v}) IN ('true', 'false'), 4, 0) END")
+
+
+def _typed(r: _Read, masks: dict):
+    """The relation: good rows only, each column cast to its declared (or inferred) type."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for c, target in enumerate(r.targets):
+        if target is None:  # undeclared text column: the narrowest type every value parses as
+            target = next((t for bit, t in _INFERRED if masks.get(c, 0) & bit), "string")
+        v = f"v{c}"
+        keep = target == "keep" or (target == "string" and not r.parquet)
+        cols.append(F.col(v) if keep else F.expr(f"try_cast({v} AS {target.upper()})"))
+    return r.frame.where("err IS NULL AND data").select(*[c.alias(f"c{i}") for i, c in enumerate(cols)])
+
+
+# ---------------------------------------------------------------- reporting
+
+def _first_errors(reads: list, offsets: dict) -> list:
+    """The first MAX_SHOWN bad rows, in file order, as diagnostics (a second query, over
+    the persisted rows, run only when there are errors)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    parts = [r.frame.where("err IS NOT NULL").select(F.lit(i).alias("input"), "file", "block", "mid", "value",
+                                                      "tokens", "err") for i, r in enumerate(reads)]
+    rows = reduce(lambda a, b: a.unionByName(b), parts).orderBy("input", "file", "block", "mid").limit(MAX_SHOWN)
+    out = []
+    for row in rows.collect():
+        r = reads[row["input"]]
+        before, first = offsets[row["input"], row["file"], row["block"]]
+        line = row["mid"] + 1 if r.parquet else before + row["mid"] - first + 1
+        out.append(_diagnostic(r, _shown_path(r.file.path, row["file"]), line, row))
+    return out
+
+
+def _diagnostic(r: _Read, path: str, line: int, row) -> Diagnostic:
+    s, tokens, err = r.storage, list(row["tokens"] or []), row["err"]
+    value = None if r.parquet else row["value"]
+    sep = len(r.file.delimiter or ("\t" if Path(r.file.path).suffix.lower() in TSV_SUFFIXES else ","))
+    starts = [sum(len(t or "") + sep for t in tokens[:k]) + 1 for k in range(len(tokens) + 1)]
+    what = "row" if r.parquet else "line"
+    if err == TOO_FEW_OR_MANY:
+        extra = len(tokens) > s.arity
+        return Diagnostic("input-columns", f"{what} has {len(tokens)} columns; {s.name} has {s.arity} ({_columns(s)})",
+                          S.Span(path, line, starts[s.arity] if extra else len(value or "") + 1),
+                          tokens[s.arity] if extra else "", f"give every {what} of {path} {s.arity} columns",
+                          source_line=value)
+    if err == NOT_UTF8:
+        return Diagnostic("input-encoding", f"{what} is not valid UTF-8", S.Span(path, line, value.index("\ufffd") + 1),
+                          "\ufffd", "save the file as UTF-8 text", source_line=value)
+    text, declared = tokens[err] if err < len(tokens) else None, s.types[err]
+    name = s.columns[err] if err < len(s.columns) else f"c{err}"
+    why = "has no value" if not text else f"{text!r} is not {article(declared)}"
+    return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {declared}, but {why}",
+                      S.Span(path, line, 0 if r.parquet else starts[err]), text or "",
+                      _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),
+                      source_line=value)
+
+
+def _rest_note(total: int, shown: list) -> list:
+    if total <= len(shown):
+        return []
+    last = shown[-1].span
+    return [Diagnostic("error-limit", f"stopped after {len(shown)} errors; {total - len(shown)} more rows with "
+                       "errors not shown", S.Span(last.file, last.line, 0), "", "fix these and run again",
+                       severity="note")]
+
+
+def _shown_path(given: str, uri: str) -> str:
+    """The file as the user named it, or the file inside the directory they named."""
+    path = unquote(urlparse(uri).path)
+    return given if Path(given).resolve() == Path(path).resolve() else path
+
+
+def _columns(s: Storage) -> str:
+    return ", ".join(f"{c}: {t}" for c, t in zip(s.columns, s.types))
