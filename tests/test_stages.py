@@ -36,13 +36,15 @@ def test_delta_golden(spark, path):
     assert_golden(format_program(after), GOLDEN / (path.name + ".golden"))
 
 
-def test_delta_reproduces_figure_3_6(spark):
+def test_delta_differentiates_the_recursion_of_figure_3_5(spark):
     _, after = delta_of(spark, EXAMPLES / "shortest_path.olg")
     rules = {r.name: r for r in after.rules}
-    assert sorted(rules) == ["r1_d1", "r2_d1", "r2_d2", "r3_d1", "r4"]
-    assert [getattr(l, "delta", False) for l in rules["r2_d1"].body][:2] == [True, False]
+    # Only r2 reads its own stratum (path); link, path and minCostPath are complete
+    # before r1, r3 and r4 run, so they stay as written (they run once).
+    assert sorted(rules) == ["r1", "r2_d2", "r3", "r4"]
     assert [getattr(l, "delta", False) for l in rules["r2_d2"].body][:2] == [False, True]
-    assert not any(getattr(l, "delta", False) for l in rules["r4"].body)  # minCostPath is an event
+    assert not any(getattr(l, "delta", False) for r in ("r1", "r3", "r4") for l in rules[r].body)
+
 
 
 def test_compile_runs_the_lattice_and_keeps_versions(spark):
@@ -84,22 +86,22 @@ def test_external_stage_inserts_itself_with_its_own_lattice_facts(spark):
     assert comp.stages_run == lattice_order([EXAMPLES / "stages"], skip=["magic_sets"])
     assert comp.stages_run.index("dead_rules") < comp.stages_run.index("delta")  # as its own facts say
     names = sorted(r.name for r in decode(comp.final, "dead").rules)
-    assert names == ["r1_d1", "r2_d1", "r2_d2"]  # r3 is gone, the rest went through delta
+    assert names == ["r1", "r2_d1"]  # r3 is gone, the rest went through delta
     without = compile_program(spark, rows, "dead", skip=["magic_sets"])
-    assert "r3_d1" in {r.name for r in decode(without.final, "dead").rules}
+    assert "r3" in {r.name for r in decode(without.final, "dead").rules}
 
 
 def test_failing_stage_leaves_the_previous_version(spark, tmp_path):
-    # Deletes rules but not their atoms: the integrity checks (Datalog) must catch it.
+    # Moves r2's atom to a rule that does not exist: the integrity checks (Datalog) catch it.
     (tmp_path / "sloppy.dl").write_text(
         'stage("sloppy").\nprecedes("parse", "sloppy").\nprecedes("sloppy", "delta").\n'
-        'x1 delete sys::rule{id: R} :- programEvent(P), sys::rule{program: P, id: R, name: "r2"}.\n')
+        'x1 sys::predicate{id: A, rule: "nowhere"} :- sys::rule{id: R, name: "r2"}, sys::predicate{rule: R, id: A, pos: 1}.\n')
     rows = encode(parse_file(EXAMPLES / "shortest_path.olg"))
     with pytest.raises(st.StageFailure) as info:
         compile_program(spark, rows, "shortest_path", stage_paths=[tmp_path], skip=["magic_sets"])
     failure = info.value
     assert failure.stage == "sloppy" and "integrity" in failure.reason
-    assert "predicate without a rule" in failure.detail
+    assert "predicate without its rule or query" in failure.detail
     assert [v.stage for v in failure.versions] == ["parse"]
     assert failure.versions[-1].rows.compared() == rows.sorted().compared()
 
