@@ -1,10 +1,11 @@
 """The physical dataflow: what the planner emits and the runtime executes.
 
-Plain dataclasses, so later compiler stages (delta, System R, partitioning) can fill in
-the decisions the bootstrap planner takes by itself today: which atom drives a rule
-(`Step.delta`), the join method (`Step.method`), how a relation is stored
-(`Storage.partition`, `broadcast`, `cached`) and whether a recursive stratum may run to
-its local fixpoint inside one task per partition (`Stratum.local`).
+Plain dataclasses carrying the decisions stages wrote into the catalog, as the planner
+copied them: which atom drives a rule (`Step.delta`), the join method (`Step.method`),
+how a relation is stored (`Storage.partition`, `broadcast`, `cached`) and how a
+recursive stratum runs (`Stratum.strategy`, and `Stratum.local` when it runs to its own
+fixpoint inside one task per partition). This module is the leaf both the planner and
+the runtime import.
 
 Two renderings: `to_text()` in the spirit of P2DL/Click (one element per line, arrows
 for the pipeline) for people, `to_json()` for tools. Both are deterministic.
