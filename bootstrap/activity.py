@@ -31,6 +31,9 @@ def doing(what: str):
         _stack.pop()
 
 
-def failed_in() -> str:
-    """The activities an exception went through, outermost first ('' if none)."""
+def failed_in(e: BaseException = None) -> str:
+    """The activities exception `e` (else the last one) went through, outermost first;
+    what runs now if `e` left none ('' if nothing runs)."""
+    if e is not None and _failed.get("exception") is not e:
+        return ", ".join(_stack)
     return ", ".join(_failed.get("where") or _stack)

@@ -325,6 +325,9 @@ def compile_file(args, spark=None, program=None):
         raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
     diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
     _store_compilation(spark, program.name, comp.versions, diffs)
+    from evita.catalog import store
+
+    store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     return program, comp, diffs
 
 

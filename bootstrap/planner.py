@@ -254,8 +254,8 @@ class _Planner:
             flush()
         for l in pending:  # unsafe rules are the static checks' business; keep them visible
             emit(l)
-        return RulePlan(rule.name, rule.name, G.head_of(rule), rule.head.args, tuple(steps), driven_by,
-                        rule.delete, rule.span)
+        return RulePlan(rule.name, rule.origin or rule.name, G.head_of(rule), rule.head.args, tuple(steps),
+                        driven_by, rule.delete, rule.span)
 
     # ------------------------------------------------------------ facts
 

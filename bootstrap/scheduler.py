@@ -44,6 +44,7 @@ class Compilation:
     lattice_actions: int = 0
     lattice_seconds: float = 0.0
     stats: list = field(default_factory=list)  # (stage, seconds, actions)
+    lattice: Optional[CatalogRows] = None  # the stage and stage_lattice tables this compile used
 
     @property
     def final(self) -> CatalogRows:
@@ -73,6 +74,18 @@ class Lattice:
     @property
     def names(self) -> list:
         return [s for (s,) in self.facts("stage")]
+
+    def rows(self) -> CatalogRows:
+        """The `stage` and `stage_lattice` catalog tables: every stage known, where it comes
+        from, and the precedences (stage_lattice.dl and the stage files' own facts)."""
+        out = CatalogRows()
+        for name in sorted(self.names):
+            f = self.stages.get(name)
+            out.add("stage", name=name, kind="bootstrap" if name in BOOTSTRAP_STAGES else "datalog",
+                    path=str(f.path) if f else None)
+        for before, after in sorted(set(self.facts("precedes"))):
+            out.add("stage_lattice", before=before, after=after)
+        return out
 
     def next(self, spark, program_id: str, completed, disabled, chosen: dict, evaluator: str = "auto") -> Optional[str]:
         out = evaluate(spark, self.question(completed, disabled, chosen), CatalogRows(), program_id, ["next"],
@@ -111,7 +124,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     disabled = set(skip)
     if only is not None:
         disabled |= known - set(only) - set(BOOTSTRAP_STAGES)
-    comp = Compilation(program_id, [Version(0, "parse", rows)])
+    comp = Compilation(program_id, [Version(0, "parse", rows)], lattice=lattice.rows())
     completed = ["parse"]
     t = time.perf_counter()
     with doing("the stage lattice"):

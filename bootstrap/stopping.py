@@ -59,14 +59,14 @@ def cancel_spark_jobs() -> bool:
 
 def describe_stop(e: BaseException, cancelled: bool) -> str:
     why = "interrupted (Ctrl-C)" if isinstance(e, KeyboardInterrupt) else f"terminated by {e} (a timeout?)"
-    where = failed_in()
+    where = failed_in(e)
     return (f"{why}{' in ' + where if where else ''}; "
             + ("its Spark jobs were cancelled; " if cancelled else "")
             + "the catalog holds only the saves that completed")
 
 
 def describe_failure(e: Exception) -> str:
-    where = failed_in()
+    where = failed_in(e)
     during = f" in {where}" if where else ""
     reason = _spark_reason(e)
     if reason is None:

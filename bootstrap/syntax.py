@@ -183,6 +183,7 @@ class Rule:
     time: Optional[str] = None  # None, "next" or "async" (Dedalus)
     component: Optional[str] = None
     span: Span = _span()
+    origin: Optional[str] = field(default=None, compare=False)  # label of the user's rule a stage made it from
 
 
 @dataclass(frozen=True)

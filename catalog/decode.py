@@ -140,8 +140,9 @@ class _Decoder:
         head_id = r["head"] or next(p["id"] for p in self.t["predicate"]
                                     if p["rule"] == r["id"] and p["pos"] == 0)
         body = tuple(lit for _, _, lit in sorted(self.body[r["id"]], key=lambda x: (x[0], x[1])))
+        origin = r["origin"].split(":", 1)[-1] if r["origin"] else None
         return Rule(r["name"], self.atom(self.preds[head_id]), body, bool(r["is_delete"]), r["time"],
-                    r["component"], self.span(r))
+                    r["component"], self.span(r), origin)
 
     def atom(self, p) -> Atom:
         args = tuple(self.argument(a) for a in self.args[p["id"]])

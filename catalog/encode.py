@@ -189,7 +189,8 @@ class _Encoder:
         line, col = _line_col(r.span)
         self.rows.add("rule", id=rid, program=self.pid, name=r.name, pos=pos, head=f"{rid}#0",
                       head_relation=r.head.relation, is_delete=r.delete, time=r.time,
-                      component=r.component, term_count=1 + len(r.body), line=line, col=col)
+                      component=r.component, term_count=1 + len(r.body), line=line, col=col,
+                      origin=f"{self.pid}:{r.origin}" if r.origin else None)
         self.atom(rid, 0, r.head)
         for i, lit in enumerate(r.body, start=1):
             tid = f"{rid}#{i}"

@@ -717,7 +717,8 @@ class _Engine:
         raise EvitaError([Diagnostic(
             "no-fixpoint",
             f"stratum {st.index} did not reach a fixpoint within {self.max_iterations} iterations: "
-            + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing),
+            + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing)
+            + (f" (rule {rule.rule}" + (f", as {rule.name}" if rule.name != rule.rule else "") + ")" if rule else ""),
             span, growing[0] if growing else "",
             "a rule may build ever new values (unbounded arithmetic, growing lists); bound it, "
             "or raise the limit with --max-iterations")])

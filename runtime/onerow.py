@@ -78,8 +78,11 @@ def unsupported(dataflow: Dataflow, inputs: dict) -> Optional[str]:
         if s.kind == "deletion":
             return f"{name} has delete rules"
     for st in dataflow.strata:
+        # A level's relations that no rule of it re-derives (no delta rule) are computed
+        # once at its start, like a stratum of their own: only looping ones matter here.
+        looping = {r.head for r in st.delta_rules}
         if st.recursive and any(dataflow.relations[n].aggregates or dataflow.relations[n].keys is not None
-                                for n in st.relations):
+                                for n in st.relations if n in looping):
             return f"stratum {st.index} aggregates or keys inside recursion"
     return None
 

@@ -214,7 +214,8 @@ def test_printer_minimal_parentheses():
 
 
 def test_printer_atoms_and_rules():
-    named = Atom("sys::rule", (Var("R"),) + (Wildcard(),) * 3 + (Var("H"),) + (Wildcard(),) * 7, named=True)
+    width = len(schema.table("rule").columns)
+    named = Atom("sys::rule", (Var("R"),) + (Wildcard(),) * 3 + (Var("H"),) + (Wildcard(),) * (width - 5), named=True)
     assert format_atom(named) == "sys::rule{id: R, head: H}"
     assert format_atom(Atom("p", (X, Aggregate("count", None), Aggregate("sum", BinOp("+", X, Y))), location=0)) \
         == "p(@X, count<*>, sum<X + Y>)"

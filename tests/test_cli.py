@@ -115,7 +115,8 @@ def test_stages_compile_explain_run(spark, capsys, tmp_path):
 
     code, out, _ = run(capsys, "explain", str(SHORTEST_PATH), "--stage", "delta")
     assert code == 0
-    assert "- r2 path(@X, Z, P, C)" in out and "+ r2_d1" in out and "+ r2_d2" in out  # r2 split in two
+    # only r2 reads its own stratum: it becomes r2_d2, driven by Δpath, and says where it came from
+    assert "- r2 path(@X, Z, P, C)" in out and "+ r2_d2" in out and "rule r2 (split by delta into r2_d2)" in out
 
     # One version per stage the lattice ran, in its order (explain compiled through all of them).
     order = lattice_order()

@@ -127,3 +127,16 @@ def test_evita_check_rejects_an_unstratifiable_program(tmp_path, capsys):
     assert main(["check", str(bad)]) != 0
     err = capsys.readouterr().err
     assert f"{bad}:1:18: error[unstratifiable]" in err and "negation of p" in err
+
+
+def test_compile_writes_the_stage_tables(spark, capsys):
+    from evita.bootstrap.scheduler import Lattice
+
+    assert main(["compile", str(EXAMPLES / "tc.dl")]) == 0
+    capsys.readouterr()
+    assert main(["sql", "SELECT name, kind FROM evita.stage ORDER BY name"]) == 0
+    out = capsys.readouterr().out
+    lattice = Lattice(st.find_stages())
+    assert all(name in out for name in lattice.names) and "datalog" in out and "bootstrap" in out
+    assert main(["sql", "SELECT count(*) AS n FROM evita.stage_lattice"]) == 0
+    assert str(len(lattice.rows()["stage_lattice"])) in capsys.readouterr().out.split()
