@@ -32,7 +32,6 @@ from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
 
-PREMAPPABLE = G.PREMAPPABLE
 __all__ = ["plan", "plan_catalog", "const_value", "deletion_relation", "DELETION_SUFFIX"]
 
 
