@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import os
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -57,7 +58,7 @@ class IterationStats:
     actions: int  # Spark actions started for this iteration
     deltas: dict  # relation -> size of its delta
     seconds: float
-    mode: str = "sql"  # "sql" (driver loop) or "local" (fixpoint inside tasks)
+    mode: str = "sql"  # "sql" (driver loop), "local" (fixpoint inside tasks), "small" (columnar, on the driver)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Result:
     seconds: float = 0.0
     cached: list = field(default_factory=list)  # DataFrames the run cached
     engine: Optional["_Engine"] = field(default=None, repr=False)
+    notes: list = field(default_factory=list)  # strategy choices worth explaining
 
     def release(self):
         """Drop the run's caches (a catalog evaluation does, once it has its tuples:
@@ -104,6 +106,7 @@ class Result:
         for s in self.stats:
             d = ", ".join(f"{k}: {v}" for k, v in s.deltas.items())
             lines.append(f"{s.stratum:>7}  {s.iteration:>9}  {s.mode:<5}  {s.actions:>7}  {s.seconds:>7.3f}  {d}")
+        lines += self.notes
         lines.append(f"total actions: {self.actions}, {self.seconds:.2f} s")
         return "\n".join(lines)
 
@@ -198,14 +201,24 @@ class _Cte:
 
 
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
+# A stratum whose inputs hold at most this many rows runs on the driver, in the columnar
+# evaluator (`run_small`); measured crossover: docs/performance.md. EVITA_SMALL_ROWS overrides.
+SMALL_ROWS = 200_000
+COLLECT_BYTES = 64 << 20  # a Spark-side input estimated above this is not collected to decide
 SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
         max_iterations: int = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
-        one_partition: bool = False, scope: Optional[SqlScope] = None) -> Result:
+        one_partition: bool = False, scope: Optional[SqlScope] = None, small_rows: Optional[int] = None) -> Result:
     """Evaluate `dataflow`. `inputs` maps relation names to DataFrames (columns by
-    position). `local=False` forces the SQL loop even for decomposable strata.
+    position). `local=False` runs every stratum on Spark's SQL path, the recursive ones
+    in the distributed loop: neither per-partition fixpoints in tasks nor small strata
+    on the driver.
+
+    `small_rows`: a stratum whose inputs hold at most this many rows runs to its
+    fixpoint on the driver, in the columnar evaluator (default `SMALL_ROWS`, or
+    $EVITA_SMALL_ROWS; 0 turns it off).
 
     `tuning`: "small" turns off adaptive execution and uses one shuffle partition (a
     tiny job then costs a fraction of the default), "large" keeps the session's
@@ -228,7 +241,11 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
             saved[k] = spark.conf.get(k, None)
             spark.conf.set(k, v)
     try:
-        return _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope).run()
+        if small_rows is None:
+            small_rows = int(os.environ.get("EVITA_SMALL_ROWS", SMALL_ROWS))
+        engine = _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope)
+        engine.small_rows = small_rows if local and not one_partition else 0
+        return engine.run()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -241,10 +258,15 @@ def _estimated_bytes(dataflow: Dataflow, inputs: dict) -> int:
     total = 64 * len(dataflow.facts)
     for df in inputs.values():
         try:
-            total += int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+            total += _size_estimate(df)
         except Exception:  # no estimate: assume large
             return SMALL_BYTES
     return total
+
+
+def _size_estimate(df) -> int:
+    """Spark's estimate of a DataFrame's size in bytes, from its optimized plan (no job)."""
+    return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
 
 
 class _Engine:
@@ -271,6 +293,10 @@ class _Engine:
         self.now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         self.cached: list = []
         self.retire: list = []  # (action number after which it may go, cached DataFrame)
+        self.small_rows = 0
+        self.tables: dict = {}  # relation -> pandas DataFrame, for relations the driver holds
+        self.seed_tables: dict = {}  # derived relation -> its facts as a pandas DataFrame
+        self.notes: list = []  # why a stratum did not take a strategy it might have
 
     # ------------------------------------------------------------ driver
 
@@ -285,17 +311,107 @@ class _Engine:
         finally:
             self.views.clear()
         out = _Named(self, {name: s.columns for name, s in self.df.relations.items() if s.kind != "deletion"})
-        return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self)
+        return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self, self.notes)
 
     def run_stratum(self, st) -> None:
         if st.local is not None and self.use_local:
             from .local import run_local_stratum, supports
             if supports(st, self.df) and run_local_stratum(self, st):
                 return
+        if self.small_rows and self.run_small(st):
+            return
         if st.recursive:
             self.run_recursive(st)
         else:
             self.run_once(st)
+
+    def run_small(self, st: Stratum) -> bool:
+        """Run the stratum on the driver, in the columnar evaluator, when its inputs
+        hold at most `small_rows` rows and the evaluator has everything its rules use.
+        Iterations then cost milliseconds instead of a Spark job each. A stratum run
+        once goes there only when its inputs are on the driver already: collecting them
+        would cost a job, and on Spark it costs none (it is built lazily)."""
+        from . import columnar
+
+        rules = st.init_rules + st.delta_rules
+        why = columnar.unsupported(rules, [self.df.relations[n] for n in st.relations])
+        if why:
+            return self.not_small(st, why)
+        t0 = time.perf_counter()
+        before = self._actions
+        reads = sorted({step.relation for r in rules for step in r.steps
+                        if step.relation and step.relation not in st.relations})
+        tables = {}
+        try:
+            for name in reads:
+                tables[name] = self.driver_table(name, self.full[name], st.recursive)
+            for name in st.relations:
+                if name in self.seed_tables:
+                    tables[name] = self.seed_tables[name]
+                elif self.seeds(name):
+                    seeds = reduce(lambda a, b: a.union(b), [self.frame(p) for p in self.seeds(name)])
+                    tables[name] = self.driver_table(name, seeds, st.recursive, keep=False)
+            rows = sum(len(t) for t in tables.values())
+            if rows > self.small_rows:
+                return self.not_small(st, f"its inputs hold {rows} rows (more than {self.small_rows})")
+            out = columnar.run_stratum(st, self.df.relations, tables, max_iterations=self.max_iterations)
+            frames = {n: self.spark_frame(out.tables[n], self.df.relations[n]) for n in st.relations}
+        except columnar.NoFixpoint as e:
+            self.no_fixpoint(st, e.sizes)
+        except (columnar.Unsupported, ValueError, TypeError) as e:  # Spark's SQL semantics decide
+            return self.not_small(st, str(e))
+        for name in st.relations:
+            self.tables[name], self.full[name] = out.tables[name], frames[name]
+        for i, (seconds, sizes) in enumerate(out.iterations):
+            if i == 0:  # the start includes gathering the inputs and handing the results to Spark
+                seconds = time.perf_counter() - t0 - sum(s for s, _ in out.iterations[1:])
+            self.stats.append(IterationStats(st.index, i, self._actions - before if i == 0 else 0, sizes,
+                                             seconds, mode="small"))
+        return True
+
+    def not_small(self, st: Stratum, why: str) -> bool:
+        if st.recursive:  # a stratum run once costs no job on Spark: nothing to explain
+            self.notes.append(f"stratum {st.index} runs on Spark, not on the driver: {why}")
+        return False
+
+    def driver_table(self, name: str, df, collect: bool, keep: bool = True):
+        """The relation as a pandas table on the driver: held already, or collected
+        (one action) when `collect` and Spark estimates it small. Raises Unsupported."""
+        from . import columnar
+
+        if name in self.tables and keep:
+            return self.tables[name]
+        if not collect:
+            raise columnar.Unsupported(f"{name} is not on the driver")
+        try:
+            estimate = _size_estimate(df)
+        except Exception:  # no estimate: do not collect
+            raise columnar.Unsupported(f"no size estimate for {name}")
+        if estimate > COLLECT_BYTES:
+            raise columnar.Unsupported(f"{name} is estimated at {estimate} bytes")
+        self._actions += 1
+        table = columnar.checked(df.toPandas())
+        if keep:
+            self.tables[name] = table
+        return table
+
+    def spark_frame(self, table, s: Storage):
+        """A pandas result as a Spark DataFrame (a local relation: no job)."""
+        from pyspark.sql import types as T
+
+        from . import columnar
+        from .io import empty_frame
+
+        if not len(table):
+            return empty_frame(self.spark, s)
+        kinds = {"i": T.LongType(), "u": T.LongType(), "f": T.DoubleType(), "b": T.BooleanType(), "O": T.StringType()}
+        fields = []
+        for c in table.columns:
+            kind = table[c].dtype.kind
+            if kind not in kinds or (kind == "O" and not columnar.all_text(table[c])):
+                raise columnar.Unsupported(f"column {c} of {s.name} holds {table[c].dtype}")
+            fields.append(T.StructField(c, kinds[kind], True))
+        return self.spark.createDataFrame(table, T.StructType(fields))
 
     def action(self, df) -> list:
         """Every action goes through here so the stats can count them."""
@@ -338,6 +454,13 @@ class _Engine:
                     raise EvitaError([Diagnostic("arity", f"input for {name} has {arity} columns, "
                                                  f"the program uses {s.arity}", S.NOWHERE, name)])
                 parts.append(self.input_part(given, s))
+            if self.small_rows and name not in self.inputs and len(facts.get(name, ())) <= self.small_rows:
+                from .io import facts_table
+
+                table = facts_table(rows if name in facts else [], s)  # the columnar evaluator reads facts
+                if table is not None:
+                    table = table.drop_duplicates(ignore_index=True)
+                    (self.tables if s.kind == "base" else self.seed_tables)[name] = table
             if s.kind == "base":
                 if self.sql_mode:
                     self.full[name] = self.combine(s, parts) if len(parts) > 1 or name in self.inputs else (

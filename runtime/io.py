@@ -95,6 +95,24 @@ def values_select(data: list, schema):
     return exp.select(*cols).from_(values)
 
 
+def facts_table(rows: list, s: Storage):
+    """The facts as a pandas table with the types `facts_frame` gives them, for the
+    columnar evaluator; None when a value is null or a list (it lacks both)."""
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    schema = schema_for(s, list(zip(*rows)) if rows else None)
+    dtypes = {T.LongType: "int64", T.DoubleType: "float64", T.BooleanType: "bool", T.StringType: "object"}
+    if s.arity == 0 or any(type(f.dataType) not in dtypes for f in schema.fields):
+        return None
+    if any(v is None for r in rows for v in r):
+        return None
+    columns = list(zip(*rows)) if rows else [()] * s.arity
+    return pd.DataFrame({f"c{i}": pd.Series([_convert(v, f.dataType) for v in columns[i]],
+                                            dtype=dtypes[type(f.dataType)])
+                         for i, f in enumerate(schema.fields)})
+
+
 def empty_frame(spark, s: Storage):
     return spark.createDataFrame([], schema_for(s))
 

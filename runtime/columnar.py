@@ -1,0 +1,442 @@
+"""A stratum's fixpoint over pandas columns, in one process.
+
+Where Spark's cost per job would dominate, a stratum runs here instead of in the SQL
+loop: every iteration is a few vectorized pandas operations (hash joins, anti-joins,
+group-bys), milliseconds rather than a Spark job. Two callers:
+- `runtime/local.py`: a decomposable stratum, one fixpoint per partition inside the
+  partition's Spark task;
+- `Engine.run_small` (`runtime/engine.py`): a stratum whose inputs are small, on the
+  driver that already holds them.
+
+The semantics are the engine's (see its docstring): plain relations are sets, a new
+delta is what the relation did not hold; aggregated relations group on their other
+columns, and inside recursion follow PreM (min/max: a new group, or a better value,
+replaces the old tuple); keyed relations keep one tuple per key (the greatest); negation
+reads complete lower strata. `tests/oracle.py` checks both against an independent
+tuple-at-a-time evaluator.
+
+What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
+and assignments over arithmetic, comparisons, boolean operators, conditionals and
+`abs`/`min`/`max`; count, sum, min, max and mean. Anything else (lists, strings built
+by functions, nulls) raises `Unsupported` and the stratum runs in the SQL loop, which
+has Spark's SQL semantics for all of it. So does a division or modulo by zero: the SQL
+loop reports it as Spark does.
+
+>>> import pandas as pd
+>>> from evita.bootstrap.parser import parse_program
+>>> from evita.bootstrap.planner import plan
+>>> flow = plan(parse_program('''
+...     .decl edge(x: number, y: number)
+...     edge(1, 2). edge(2, 3). edge(3, 1).
+...     r1 path(X, Y) :- edge(X, Y).
+...     r2 path(X, Z) :- path(X, Y), edge(Y, Z).''', "doc.dl"))
+>>> [st] = [s for s in flow.strata if s.recursive]
+>>> edge = pd.DataFrame({"c0": [1, 2, 3], "c1": [2, 3, 1]})
+>>> out = run_stratum(st, flow.relations, {"edge": edge})
+>>> len(out.tables["path"]), [sizes for _, sizes in out.iterations]
+(9, [{'path': 3}, {'path': 3}, {'path': 3}, {'path': 0}])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..bootstrap import syntax as S
+from .dataflow import RulePlan, Storage, Stratum
+
+_OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
+_CALLS = ("abs", "min", "max")
+_AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean"}
+
+
+class Unsupported(Exception):
+    """This stratum (or its data) needs the SQL loop; the message says why."""
+
+
+class NoFixpoint(Exception):
+    """The iteration limit was reached; `sizes` holds the last deltas' sizes."""
+
+    def __init__(self, sizes: dict):
+        super().__init__("no fixpoint")
+        self.sizes = sizes
+
+
+# ---------------------------------------------------------------- what runs here
+
+def _term_ok(t) -> bool:
+    if isinstance(t, (S.Var, S.Wildcard)):
+        return True
+    if isinstance(t, S.Const):
+        return t.type in (S.INT, S.FLOAT, S.STRING, S.BOOL, S.INFINITY)
+    if isinstance(t, S.BinOp):
+        return t.op in _OPS and _term_ok(t.left) and _term_ok(t.right)
+    if isinstance(t, S.UnOp):
+        return _term_ok(t.arg)
+    if isinstance(t, S.Cond):
+        return _term_ok(t.test) and _term_ok(t.then) and _term_ok(t.other)
+    if isinstance(t, S.Call):
+        return t.func in _CALLS and len(t.args) >= 1 and all(_term_ok(a) for a in t.args)
+    return False
+
+
+def unsupported(rules, storages: dict) -> Optional[str]:
+    """Why these rules cannot run here, or None when they can."""
+    for r in rules:
+        if r.delete:
+            return f"rule {r.rule} deletes"
+        for step in r.steps:
+            for a in step.args:
+                if not isinstance(a, (S.Var, S.Wildcard, S.Const)) or not _term_ok(a):
+                    return f"rule {r.rule} has the expression {a} in an atom"
+            if step.expr is not None and not _term_ok(step.expr):
+                return f"rule {r.rule} uses a term the columnar evaluator lacks"
+        for a in r.head_args:
+            if isinstance(a, S.Aggregate):
+                if a.func not in _AGGREGATES or (a.arg is not None and not _term_ok(a.arg)):
+                    return f"rule {r.rule} aggregates with {a.func}"
+            elif not _term_ok(a):
+                return f"rule {r.rule} builds a head term the columnar evaluator lacks"
+    for s in storages:
+        if any(a.func not in _AGGREGATES for a in s.aggregates):
+            return f"{s.name} aggregates with {s.aggregates[0].func}"
+    return None
+
+
+def checked(table):
+    """A table collected from Spark, if the evaluator can read it: no nulls (pandas
+    would join them; SQL does not), no lists. Raises Unsupported."""
+    for c in table.columns:
+        col = table[c]
+        if col.isna().any():
+            raise Unsupported(f"column {c} holds nulls")
+        if col.dtype.kind == "O" and not all_text(col):
+            raise Unsupported(f"column {c} holds {col.dtype}")
+        if col.dtype.kind not in "iufbO":
+            raise Unsupported(f"column {c} holds {col.dtype}")
+    return table
+
+
+def all_text(column) -> bool:
+    import pandas as pd
+
+    return pd.api.types.infer_dtype(column, skipna=False) in ("string", "empty")
+
+
+# ---------------------------------------------------------------- one rule
+
+def _columns(n: int) -> list:
+    return [f"c{i}" for i in range(n)]
+
+
+def _bind(args, df):
+    """The atom's tuples as columns named by its variables; constants and repeated
+    variables select, wildcards drop."""
+    names: dict = {}
+    mask = None
+    for i, a in enumerate(args):
+        c = df[f"c{i}"]
+        cond = None
+        if isinstance(a, S.Var):
+            if a.name in names:
+                cond = c == df[names[a.name]]
+            else:
+                names[a.name] = f"c{i}"
+        elif isinstance(a, S.Const):
+            cond = c == _const(a)
+        if cond is not None:
+            mask = cond if mask is None else (mask & cond)
+    if mask is not None:
+        df = df[mask.to_numpy()]
+    return df[list(names.values())].rename(columns={v: k for k, v in names.items()}).reset_index(drop=True)
+
+
+def evaluate_rule(rule: RulePlan, read: Callable):
+    """The rule's head tuples (columns c0..; an aggregated column holds the aggregate's
+    input, 1 for count<*>). `read(step)` gives the table an atom step reads."""
+    import pandas as pd
+
+    bound = pd.DataFrame(index=[0])  # no atom yet: one valuation binding nothing
+    for step in rule.steps:
+        if step.op in ("scan", "join", "antijoin"):
+            atom = _bind(step.args, read(step))
+            keys = [v for v in atom.columns if v in bound.columns]
+            if step.op == "antijoin":
+                if not keys:
+                    bound = bound.iloc[0:0] if len(atom) else bound
+                else:
+                    hit = bound[keys].merge(atom[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+                    bound = bound[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
+            elif bound.shape[1] == 0:  # nothing bound yet (one valuation, or none)
+                bound = atom if len(bound) else atom.iloc[0:0]
+            else:
+                bound = bound.merge(atom, on=keys, how="inner") if keys else bound.merge(atom, how="cross")
+        elif step.op == "filter":
+            bound = bound[_truth(_vector(step.expr, bound), len(bound))].reset_index(drop=True)
+        elif step.op == "assign":
+            bound = bound.assign(**{step.var: _full(_vector(step.expr, bound), len(bound))})
+        if not len(bound):  # later terms would bind nothing, and the head reads them
+            return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
+    out = {}
+    for i, a in enumerate(rule.head_args):
+        if isinstance(a, S.Aggregate):
+            a = S.Const(1, S.INT) if a.arg is None else a.arg
+        out[f"c{i}"] = _full(_vector(a, bound), len(bound))
+    return pd.DataFrame(out)
+
+
+def _const(c: S.Const):
+    return float("inf") if c.type == S.INFINITY else c.value
+
+
+def _full(v, n: int):
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return v
+    return np.full(n, v, dtype=object if isinstance(v, str) else None)
+
+
+def _truth(v, n: int):
+    import numpy as np
+
+    return np.asarray(_full(v, n), dtype=bool)
+
+
+def _vector(t, b):
+    """A term over the bound columns: a numpy array, or a scalar for a constant."""
+    import numpy as np
+
+    if isinstance(t, S.Var):
+        return b[t.name].to_numpy()
+    if isinstance(t, S.Const):
+        return _const(t)
+    if isinstance(t, S.UnOp):
+        v = _vector(t.arg, b)
+        return -v if t.op == "-" else ~np.asarray(v, dtype=bool)
+    if isinstance(t, S.Cond):
+        n = len(b)
+        return np.where(_truth(_vector(t.test, b), n), _full(_vector(t.then, b), n), _full(_vector(t.other, b), n))
+    if isinstance(t, S.Call):
+        args = [_vector(a, b) for a in t.args]
+        if t.func == "abs":
+            return np.abs(args[0])
+        combine = np.minimum if t.func == "min" else np.maximum
+        out = args[0]
+        for a in args[1:]:
+            out = combine(out, a)
+        return out
+    left, right = _vector(t.left, b), _vector(t.right, b)
+    op = t.op
+    if op in ("/", "%"):
+        if np.any(np.asarray(right) == 0):
+            raise Unsupported(f"{op} by zero")
+        return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
+    if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
+        raise Unsupported(f"{op} on text")
+    return {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
+            "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+            ">": np.greater, ">=": np.greater_equal}[op](left, right)
+
+
+def _is_text(v) -> bool:
+    import numpy as np
+
+    return isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype == object)
+
+
+# ---------------------------------------------------------------- relations: set, grouped, keyed
+
+def combine(s: Storage, frames: list):
+    """Rule outputs and seeds -> the relation's tuples."""
+    import pandas as pd
+
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame({c: [] for c in _columns(s.arity)})
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if s.aggregates:
+        return _grouped(s, df)
+    if s.keys is not None:
+        return _one_per_key(s, df)
+    return df.drop_duplicates(ignore_index=True)
+
+
+def _grouped(s: Storage, df):
+    import pandas as pd
+
+    cols = _columns(s.arity)
+    aggs = {f"c{a.column}": _AGGREGATES[a.func] for a in s.aggregates}
+    groups = [f"c{i}" for i in s.group_columns]
+    if not groups:  # one group; no valuations give no tuple
+        return pd.DataFrame({c: [df[c].agg(f)] for c, f in aggs.items()})[cols]
+    return df.groupby(groups, sort=False, dropna=False).agg(aggs).reset_index()[cols]
+
+
+def _one_per_key(s: Storage, df):
+    keys = [f"c{i}" for i in s.keys]
+    rest = [f"c{i}" for i in range(s.arity) if i not in s.keys]
+    if rest:
+        df = df.sort_values(rest, ascending=False, kind="stable")
+    return df.drop_duplicates(keys, ignore_index=True)
+
+
+def _anti(df, other, cols: list):
+    """Rows of `df` whose `cols` match no row of `other`."""
+    if not len(df) or not len(other):
+        return df
+    if not cols:
+        return df.iloc[0:0]
+    hit = df[cols].merge(other[cols].drop_duplicates(), on=cols, how="left", indicator=True)
+    return df[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
+
+
+class Relation:
+    """One relation of a recursive stratum: everything so far and how a delta is found."""
+
+    def __init__(self, s: Storage, start):
+        self.s = s
+        self.full = start.reset_index(drop=True)
+        self.seen = _KeySet() if not s.aggregates and s.keys is None else None
+        if self.seen is not None:
+            self.seen.add_new(self.full)
+
+    def advance(self, candidates):
+        """The new delta, given this iteration's rule outputs; `full` takes it in."""
+        import pandas as pd
+
+        cand = _like(candidates, self.full)
+        s = self.s
+        if self.seen is not None:  # sets: what was not there before
+            delta = self.seen.add_new(cand)
+            if len(delta):
+                self.full = pd.concat([self.full, delta], ignore_index=True)
+            return delta
+        new = combine(s, [cand])
+        if s.aggregates:  # PreM: a new group or a better value for an old one
+            a = s.aggregates[0]
+            groups = [f"c{i}" for i in s.group_columns]
+            value = f"c{a.column}"
+            old = self.full[groups + [value]].rename(columns={value: "_old"})
+            joined = new.merge(old, on=groups, how="left") if groups else new.assign(
+                _old=old["_old"].iloc[0] if len(old) else None)
+            better = joined[value] < joined["_old"] if a.func == "min" else joined[value] > joined["_old"]
+            delta = new[(joined["_old"].isna() | better).to_numpy()].reset_index(drop=True)
+        else:  # keyed: the tuples that changed
+            delta = _anti(new, self.full, list(new.columns))
+            groups = [f"c{i}" for i in s.keys]
+        if len(delta):
+            self.full = pd.concat([_anti(self.full, delta, groups), delta], ignore_index=True)
+        return delta
+
+
+def _like(df, model):
+    """`df` with `model`'s column dtypes where both are numeric (a double relation stays
+    double when a rule derives whole numbers)."""
+    if not len(model) or not len(df):
+        return df
+    casts = {}
+    for c in df.columns:
+        a, b = df[c].dtype, model[c].dtype
+        if a != b:
+            if a.kind in "iu" and b.kind == "f":
+                casts[c] = b
+            elif a.kind != "O" or b.kind != "O":
+                raise Unsupported(f"column {c} mixes {a} and {b}")
+    return df.astype(casts) if casts else df
+
+
+class _KeySet:
+    """Tuples seen so far, as 64-bit keys in a pandas hash table."""
+
+    def __init__(self):
+        from pandas._libs import hashtable
+
+        self.table = hashtable.Int64HashTable()
+
+    def add_new(self, df):
+        import numpy as np
+        import pandas as pd
+
+        if not len(df):
+            return df
+        keys = _keys(df)
+        fresh = ~pd.Series(keys).duplicated().to_numpy()
+        fresh &= self.table.lookup(keys) < 0
+        self.table.map_locations(np.ascontiguousarray(keys[fresh]))
+        return df[fresh].reset_index(drop=True)
+
+
+def _keys(df):
+    """One 64-bit key per tuple: exact for one integer column or two that fit in 32 bits
+    each; otherwise a 64-bit hash of the row, where two different tuples collide with
+    probability about n^2 / 2^65 (1e-7 for 2.5M tuples)."""
+    import numpy as np
+    import pandas as pd
+
+    ints = all(pd.api.types.is_integer_dtype(t) for t in df.dtypes)
+    if ints and df.shape[1] == 1:
+        return df.iloc[:, 0].to_numpy(dtype=np.int64)
+    if ints and df.shape[1] == 2:
+        a = df.iloc[:, 0].to_numpy(dtype=np.int64)
+        b = df.iloc[:, 1].to_numpy(dtype=np.int64)
+        lim = 1 << 31
+        if len(a) == 0 or (a.min() >= -lim and a.max() < lim and b.min() >= -lim and b.max() < lim):
+            return (a << 32) | (b & 0xFFFFFFFF)
+    return pd.util.hash_pandas_object(df, index=False).to_numpy().view(np.int64)
+
+
+# ---------------------------------------------------------------- a stratum
+
+@dataclass
+class Outcome:
+    tables: dict  # relation -> DataFrame (c0, c1, ...)
+    iterations: list = field(default_factory=list)  # (seconds, {relation: delta size}); 0 is the start
+
+
+def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: int = 1000,
+                start: Optional[dict] = None) -> Outcome:
+    """Evaluate one stratum. `tables`: every relation it reads from lower strata (and
+    its seeds: facts and inputs of its own relations, by name). `start`: the starting
+    tuples of its recursive relations when the caller computed them (a partition of a
+    decomposable stratum); otherwise its init rules give them."""
+    import time
+
+    t0 = time.perf_counter()
+    if start is None:
+        start = {}
+        for name in st.relations:
+            outputs = [evaluate_rule(r, lambda step: tables[step.relation]) for r in st.init_rules
+                       if r.head == name]
+            start[name] = combine(storages[name], [tables[name]] + outputs if name in tables else outputs)
+    if not st.recursive:
+        return Outcome(start, [(time.perf_counter() - t0, {n: len(t) for n, t in start.items()})])
+    relations = {n: Relation(storages[n], start[n]) for n in st.relations}
+    deltas = {n: r.full for n, r in relations.items()}
+    looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
+    sizes = {n: len(d) for n, d in deltas.items()}
+    out = Outcome({}, [(time.perf_counter() - t0, sizes)])
+
+    def read(step):
+        rel = relations.get(step.relation)
+        if rel is None:
+            return tables[step.relation]
+        return deltas[step.relation] if step.delta else rel.full
+
+    iteration = 0
+    while any(sizes.get(n, 0) for n in looping):
+        iteration += 1
+        if iteration > max_iterations:
+            raise NoFixpoint(sizes)
+        t0 = time.perf_counter()
+        derived = {n: [evaluate_rule(r, read) for r in st.delta_rules if r.head == n] for n in looping}
+        deltas = {n: deltas[n].iloc[0:0] for n in st.relations}
+        for n in looping:
+            outputs = [d for d in derived[n] if len(d)]
+            if outputs:
+                import pandas as pd
+
+                deltas[n] = relations[n].advance(pd.concat(outputs, ignore_index=True))
+        sizes = {n: len(deltas[n]) for n in looping}
+        out.iterations.append((time.perf_counter() - t0, sizes))
+    out.tables = {n: r.full for n, r in relations.items()}
+    return out
