@@ -5,10 +5,16 @@
     /work/venv/bin/python bench/run.py --only tc
 
 Workloads (fixed seeds):
-  tc    transitive closure of a random graph, 2,000 nodes and 4,000 edges
-  sg    same generation on a complete binary tree (depth 9, 1,023 nodes)
-  sssp  single-source shortest paths on a weighted random graph (2,000 nodes, 8,000 edges),
-        min inside recursion (PreM)
+  tc        transitive closure of a random graph, 2,000 nodes and 4,000 edges
+  sg        same generation on a complete binary tree (depth 12, 4,095 nodes)
+  sssp      single-source shortest paths on a weighted random graph (2,000 nodes, 8,000
+            edges), min inside recursion (PreM)
+  nat       nat(n+1) :- nat(n), n < 2000, joined with a small relation: 2,000 iterations
+  tc-large  TC of 6,000 disjoint chains of 40 edges: inputs above the small threshold
+
+Evita runs under each strategy (`STRATEGIES`): the default, where stages and input sizes
+choose (per-partition tasks for decomposable strata, the driver's columnar evaluator for
+small ones), and the distributed SQL loop alone.
 
 Baselines:
   (a) the semi-naive loop a Spark user writes: DataFrame join, distinct, left-anti against
@@ -66,12 +72,28 @@ def binary_tree(depth: int) -> list:
 
 # ---------------------------------------------------------------- Evita
 
-def evita(spark, program_text: str, inputs: dict, relation: str, **kw):
+def compiled(spark, program_text: str):
+    """The dataflow `evita run` would execute: parsed, compiled through the stages, planned."""
+    from evita.bootstrap.checks import check_program
     from evita.bootstrap.parser import parse_program
-    from evita.bootstrap.planner import plan
+    from evita.bootstrap.planner import plan_catalog
+    from evita.bootstrap.scheduler import compile_program
+    from evita.catalog.encode import encode
+
+    program = check_program(parse_program(program_text, "bench.dl"))
+    return plan_catalog(compile_program(spark, encode(program), program.name).final, program.name)
+
+
+# Evita's strategies, as `run` options: the default lets stages and sizes choose (a
+# decomposable stratum runs in per-partition tasks, a small one on the driver);
+# "distributed" forces the SQL loop on Spark.
+STRATEGIES = {"auto": {}, "distributed": {"local": False}}
+
+
+def evita(spark, program_text: str, inputs: dict, relation: str, **kw):
     from evita.runtime.engine import run
 
-    dataflow = plan(parse_program(program_text, "bench.dl"))
+    dataflow = compiled(spark, program_text)
     frames = {k: spark.createDataFrame(v, [f"c{i}" for i in range(len(v[0]))]) for k, v in inputs.items()}
     for f in frames.values():
         f.cache().count()  # inputs in memory for every contender
@@ -204,78 +226,102 @@ SELECT count(*) FROM sg"""
 
 # ---------------------------------------------------------------- main
 
+NAT_PROGRAM = """
+.decl every(k: number)
+.input every
+nat(0).
+r1 nat(M) :- nat(N), N < 2000, M := N + 1.
+r2 hit(N, K) :- nat(N), every(K), N % K == 0.
+"""
+
+
+def chains(count: int, length: int) -> list:
+    """`count` disjoint paths of `length` edges: TC has count * length * (length + 1) / 2 tuples."""
+    return [(c * (length + 1) + i, c * (length + 1) + i + 1) for c in range(count) for i in range(length)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=("tc", "sg", "sssp"), action="append")
+    ap.add_argument("--only", choices=("tc", "sg", "sssp", "nat", "tc-large"), action="append")
     ap.add_argument("--skip-handwritten", action="store_true", help="skip baseline (a)")
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args(argv)
-    work = args.only or ["tc", "sg", "sssp"]
+    work = args.only or ["tc", "sg", "sssp", "nat", "tc-large"]
 
     from evita.runtime.session import spark_session
 
     spark = spark_session(master=args.master)
-    rows = []
+    table = []
     # Warm up the JVM and the Python workers on a small graph, so the timings below are
     # steady-state for every contender (a cold first Spark job costs ~10 s here).
     small = random_graph(200, 400, seed=1)
-    evita(spark, TC_PROGRAM, {"edge": small}, "tc")
-    evita(spark, SSSP_PROGRAM, {"edge": random_graph(200, 400, seed=1, weights=True)}, "dist")
+    for options in STRATEGIES.values():
+        evita(spark, TC_PROGRAM, {"edge": small}, "tc", **options)
+        evita(spark, SSSP_PROGRAM, {"edge": random_graph(200, 400, seed=1, weights=True)}, "dist", **options)
     if not args.skip_handwritten:
         handwritten_tc(spark, small)
     duck_recursive(TC_SQL, {"edge": (small, ["x", "y"])})
 
-    def report(name, ev, hand, duck, same):
-        line = f"{name:<5} evita {ev:7.2f} s"
-        if hand is not None:
-            line += f" | hand-written loop {hand:7.2f} s ({hand / ev:6.1f}x faster)"
-        line += f" | duckdb {duck:6.2f} s (evita {ev / duck:5.1f}x duckdb's time)"
-        line += "" if same else "  RESULTS DIFFER"
-        print(line, flush=True)
-        rows.append(line)
+    def contenders(name, program, inputs, relation, duck, hand=None, strategies=STRATEGIES, **kw):
+        """Evita under each strategy, the hand-written loop, DuckDB; one table row."""
+        row = {"workload": name}
+        answers = []
+        for strategy, options in strategies.items():
+            ev, n, extra, res = evita(spark, program, inputs, relation, **options, **kw)
+            modes = sorted({s.mode for s in res.stats if s.iteration or s.mode == "local"}) or ["sql"]
+            iterations = max((s.iteration for s in res.stats), default=0)
+            row[strategy] = (ev, "+".join(modes), res.actions, iterations)
+            answers.append((n, extra))
+            print(f"{name}: evita {strategy:<11} {ev:8.2f} s  {n:,} tuples  modes {modes}  "
+                  f"{res.actions} actions, {iterations} iterations", flush=True)
+        if hand is not None and not args.skip_handwritten:
+            row["hand"] = hand()
+            answers.append(row["hand"][1:])
+            print(f"{name}: hand-written loop {row['hand'][0]:8.2f} s", flush=True)
+        if duck is not None:
+            row["duckdb"] = duck()
+            answers.append(row["duckdb"][1:])
+            print(f"{name}: duckdb {row['duckdb'][0]:8.2f} s", flush=True)
+        row["agree"] = len({a for a in answers}) == 1
+        table.append(row)
 
     if "tc" in work:
         edges = random_graph(2000, 4000, seed=7)
-        ev, n, _, res = evita(spark, TC_PROGRAM, {"edge": edges}, "tc")
-        print(f"tc: {n:,} tuples; evita modes {[s.mode for s in res.stats]}, actions {res.actions}", flush=True)
-        hand = None
-        same = True
-        if not args.skip_handwritten:
-            hand, hn, it = handwritten_tc(spark, edges)
-            print(f"tc: hand-written loop {hn:,} tuples in {it} iterations", flush=True)
-            same &= hn == n
-        duck, dn = duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])})
-        same &= dn == n
-        report("tc", ev, hand, duck, same)
-
+        contenders("TC, random graph 2,000 nodes / 4,000 edges", TC_PROGRAM, {"edge": edges}, "tc",
+                   lambda: duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])}) + (None,),
+                   lambda: handwritten_tc(spark, edges)[:2] + (None,))
     if "sg" in work:
-        parents = binary_tree(9)
-        ev, n, _, res = evita(spark, SG_PROGRAM, {"parent": parents}, "sg")
-        print(f"sg: {n:,} tuples; {len(res.stats)} stratum iterations, actions {res.actions}", flush=True)
-        hand = None
-        same = True
-        if not args.skip_handwritten:
-            hand, hn, it = handwritten_sg(spark, parents)
-            same &= hn == n
-        duck, dn = duck_recursive(SG_SQL, {"parent": (parents, ["c", "p"])})
-        same &= dn == n
-        report("sg", ev, hand, duck, same)
-
+        parents = binary_tree(12)
+        contenders("same generation, binary tree depth 12", SG_PROGRAM, {"parent": parents}, "sg",
+                   lambda: duck_recursive(SG_SQL, {"parent": (parents, ["c", "p"])}) + (None,),
+                   lambda: handwritten_sg(spark, parents)[:2] + (None,))
     if "sssp" in work:
         edges = random_graph(2000, 8000, seed=11, weights=True)
-        ev, n, total, res = evita(spark, SSSP_PROGRAM, {"edge": edges}, "dist")
-        print(f"sssp: {n:,} nodes reached, distance sum {total}; {len(res.stats)} stratum iterations, "
-              f"actions {res.actions}", flush=True)
-        hand = None
-        same = True
-        if not args.skip_handwritten:
-            hand, hn, htotal, it = handwritten_sssp(spark, edges)
-            same &= (hn, htotal) == (n, total)
-        duck, dn, dtotal = duck_sssp(edges)
-        same &= (dn, dtotal) == (n, total)
-        report("sssp", ev, hand, duck, same)
+        contenders("SSSP, 2,000 nodes / 8,000 edges, min in recursion", SSSP_PROGRAM, {"edge": edges}, "dist",
+                   lambda: duck_sssp(edges), lambda: handwritten_sssp(spark, edges)[:3])
+    if "nat" in work:  # 2,000 iterations: the distributed loop would need ~25 min here
+        every = [(7,), (11,), (1999,)]
+        contenders("nat: 2,000 iterations over small data", NAT_PROGRAM, {"every": every}, "hit", None,
+                   strategies={"auto": {}}, max_iterations=5000)
+    if "tc-large" in work:  # inputs above the small threshold: Spark's paths only
+        edges = chains(6000, 40)  # 240,000 edges, 4.9M TC tuples
+        contenders("TC, 6,000 chains of 40 edges (240,000 edges)", TC_PROGRAM, {"edge": edges}, "tc",
+                   lambda: duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])}) + (None,))
 
-    print("\n".join(["", "summary:"] + rows))
+    print("\n| workload | Evita, default strategy | Evita, distributed SQL loop | hand-written PySpark loop "
+          "| DuckDB | default / DuckDB | distributed / DuckDB |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for row in table:
+        def cell(key):
+            if key not in row:
+                return "-"
+            v = row[key]
+            return f"{v[0]:.2f} s ({v[1]}, {v[2]} jobs, {v[3]} iterations)" if key in STRATEGIES else f"{v[0]:.2f} s"
+
+        duck = row.get("duckdb", (None,))[0]
+        ratio = {k: f"{row[k][0] / duck:.1f}x" if duck and k in row else "-" for k in STRATEGIES}
+        print(f"| {row['workload']} | {cell('auto')} | {cell('distributed')} | {cell('hand')} | {cell('duckdb')} "
+              f"| {ratio['auto']} | {ratio['distributed']} |" + ("" if row["agree"] else " RESULTS DIFFER"))
     return 0
 
 

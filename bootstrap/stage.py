@@ -313,7 +313,7 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     from pyspark.errors import AnalysisException, PySparkException
 
     from evita.runtime import onerow
-    from evita.runtime.engine import IterationStats
+    from evita.runtime.dataflow import IterationStats
 
     started = time.perf_counter()
     requests = []

@@ -41,7 +41,8 @@ def add_arguments(subparsers, common=None) -> None:
                    help="skip input rows that do not read (wrong column count or type) and count them, "
                         "instead of stopping with an error")
     c.add_argument("--no-local", action="store_true",
-                   help="run decomposable strata in the SQL loop too (for comparison)")
+                   help="run every stratum on Spark's SQL path, recursive ones in the distributed loop: "
+                        "no fixpoints inside tasks or on the driver (for comparison)")
     c.set_defaults(func=cmd_run)
 
 
@@ -74,42 +75,54 @@ def cmd_run(args) -> int:
     from .engine import DEFAULT_MAX_ITERATIONS, run
     from .inputs import not_given, resolve_inputs
     from .io import gather_inputs, write_outputs
+    from .phases import Phases
     from .session import spark_session
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    program = parse_and_check(args.program)
+    phases = Phases()
+    with phases.phase("parse and check"):
+        program = parse_and_check(args.program)
     if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
         return 1
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
     for warning in not_given(program, files):
         report_warning(warning)
-    dataflow = plan(compiled(args, program))
-    spark = spark_session(master=getattr(args, "master", None))
+    with phases.phase("start Spark (JVM)"):
+        phases.spark = spark_session(master=getattr(args, "master", None))
+    with phases.phase("compile (stages, catalog)"):
+        final = compiled(args, program)  # attaches the catalog to the session started above
+    with phases.phase("plan"):
+        dataflow = plan(final)
+    spark = phases.spark
     try:
-        with doing("the reading of the inputs"):
+        with doing("the reading of the inputs"), phases.phase("read inputs"):
             inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
     except EvitaError as e:
         e.outcome = "the program was compiled (and is in the catalog) but did not run."
         raise
     for rel, n in sorted(inputs.skipped.items()):
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
-    result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
-                 local=not args.no_local)
+    with phases.phase("fixpoint"):
+        result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
+                     local=not args.no_local)
     shown = shown_relations(dataflow)
     frames = {name: result.relations[name] for name in shown}
     for i, q in enumerate(dataflow.queries):
         frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
-    if args.souffle_out:
-        write_outputs(result, dataflow.outputs, args.souffle_out, "csv", souffle=True)
-    if args.output:
-        for path in write_outputs(result, shown, args.output, args.format):
-            console.print(f"wrote {path}")
-    with doing("the computation of the results shown"):  # relations are lazy: the rest of the work is here
+    with phases.phase("write outputs"):
+        if args.souffle_out:
+            write_outputs(result, dataflow.outputs, args.souffle_out, "csv", souffle=True)
+        if args.output:
+            for path in write_outputs(result, shown, args.output, args.format):
+                console.print(f"wrote {path}")
+    # relations are lazy: the rest of the work is here
+    with doing("the computation of the results shown"), phases.phase("previews"):
         print_tables(console, frames)
     if args.stats:
         console.print(result.stats_text())
         for rel, n in sorted(inputs.skipped.items()):
             console.print(f"input {rel}: {n} rows skipped (--lenient)")
+        console.print(phases.text())
     return 0
 
 

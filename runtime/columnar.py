@@ -42,7 +42,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..bootstrap import syntax as S
-from .dataflow import RulePlan, Storage, Stratum
+from .dataflow import RulePlan, Storage, Stratum, term_text
+
+# A stratum whose inputs hold at most this many rows runs here, on the driver
+# (`Engine.run_small`); the measured crossover is in docs/performance.md.
+SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _CALLS = ("abs", "min", "max")
@@ -79,7 +83,7 @@ def _term_ok(t) -> bool:
     return False
 
 
-def unsupported(rules, storages: dict) -> Optional[str]:
+def unsupported(rules, storages) -> Optional[str]:
     """Why these rules cannot run here, or None when they can."""
     for r in rules:
         if r.delete:
@@ -87,15 +91,15 @@ def unsupported(rules, storages: dict) -> Optional[str]:
         for step in r.steps:
             for a in step.args:
                 if not isinstance(a, (S.Var, S.Wildcard, S.Const)) or not _term_ok(a):
-                    return f"rule {r.rule} has the expression {a} in an atom"
+                    return f"rule {r.rule} has the term {term_text(a)} in an atom"
             if step.expr is not None and not _term_ok(step.expr):
-                return f"rule {r.rule} uses a term the columnar evaluator lacks"
+                return f"rule {r.rule} computes {term_text(step.expr)}"
         for a in r.head_args:
             if isinstance(a, S.Aggregate):
                 if a.func not in _AGGREGATES or (a.arg is not None and not _term_ok(a.arg)):
                     return f"rule {r.rule} aggregates with {a.func}"
             elif not _term_ok(a):
-                return f"rule {r.rule} builds a head term the columnar evaluator lacks"
+                return f"rule {r.rule} derives {term_text(a)}"
     for s in storages:
         if any(a.func not in _AGGREGATES for a in s.aggregates):
             return f"{s.name} aggregates with {s.aggregates[0].func}"

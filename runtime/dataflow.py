@@ -121,6 +121,16 @@ class Stratum:
 
 
 @dataclass
+class IterationStats:
+    stratum: int
+    iteration: int  # 0: the stratum's init rules
+    actions: int  # Spark actions started for this iteration
+    deltas: dict  # relation -> size of its delta
+    seconds: float
+    mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver), "onerow"
+
+
+@dataclass
 class Dataflow:
     program: str
     relations: dict  # name -> Storage, in order of first mention
@@ -160,6 +170,8 @@ class Dataflow:
             out.append(f"  stratum {st.index} ({kind}) derives {', '.join(st.relations)} {{")
             if st.strategy:
                 out.append(f"    strategy {st.strategy}  // {st.reason}")
+            if st.recursive:
+                out.append("    " + _small_text(st, self))
             if st.local:
                 lp = st.local
                 out.append(f"    local fixpoint per partition: {lp.relation} partitioned on "
@@ -201,6 +213,17 @@ def _storage_text(s: Storage) -> str:
         attrs.append("output")
     cols = ", ".join(f"{c}: {t}" for c, t in zip(s.columns, s.types))
     return f"table {s.name}({cols}) [{' '.join(attrs)}]"
+
+
+def _small_text(st: Stratum, flow: "Dataflow") -> str:
+    """What the runtime does when the stratum's inputs turn out small (it knows sizes)."""
+    from .columnar import SMALL_ROWS, unsupported
+
+    why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
+    if why:
+        return f"small inputs: still on Spark  // the columnar evaluator cannot: {why}"
+    return (f"small inputs: on the driver, columnar  // when its inputs hold at most {SMALL_ROWS:,} rows "
+            f"(EVITA_SMALL_ROWS)")
 
 
 def _rule_text(r: RulePlan, trigger: str) -> str:

@@ -15,8 +15,11 @@ Per relation, what "new" means:
   changed tuple replaces the old one with the same key (Overlog §2.2.3);
 - `delete` rules collect tuples that are removed when the timestep ends (deferred).
 
-Decomposable strata (`Stratum.local`) are handed to `runtime.local`, which runs each
-partition's fixpoint inside one task.
+Where a stratum runs (docs/runtime.md, "Strategies"): a decomposable stratum
+(`Stratum.local`, a stage's decision) is handed to `runtime.local`, which runs each
+partition's fixpoint inside one task; a stratum whose inputs are small runs on the
+driver (`run_small`); both use the columnar evaluator (`runtime.columnar`). The rest run
+here, on Spark's SQL.
 
 Catalog-sized runs (`one_partition=True`: stages, integrity checks, the lattice) keep every
 relation in one partition, so that an action is one Spark stage of one task, and, when no
@@ -39,8 +42,8 @@ from typing import Optional
 from ..bootstrap import syntax as S
 from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from .dataflow import DELETION_SUFFIX
-from .dataflow import Dataflow, Storage, Stratum
+from . import columnar
+from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
 from .sql import DIALECT, coalesced, rule_select, select_all, subquery, table, union_all
 
 DEFAULT_MAX_ITERATIONS = 1000
@@ -49,16 +52,6 @@ COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans sta
 # planning, ~20-40 ms) when inlining it would add more plan nodes than this to the
 # statement (each costs ~1-2 ms of analysis, optimization and execution).
 MATERIALIZE_ABOVE = 120
-
-
-@dataclass
-class IterationStats:
-    stratum: int
-    iteration: int  # 0: the stratum's init rules
-    actions: int  # Spark actions started for this iteration
-    deltas: dict  # relation -> size of its delta
-    seconds: float
-    mode: str = "sql"  # "sql" (driver loop), "local" (fixpoint inside tasks), "small" (columnar, on the driver)
 
 
 @dataclass
@@ -201,9 +194,6 @@ class _Cte:
 
 
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
-# A stratum whose inputs hold at most this many rows runs on the driver, in the columnar
-# evaluator (`run_small`); measured crossover: docs/performance.md. EVITA_SMALL_ROWS overrides.
-SMALL_ROWS = 200_000
 COLLECT_BYTES = 64 << 20  # a Spark-side input estimated above this is not collected to decide
 SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
@@ -242,7 +232,7 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
             spark.conf.set(k, v)
     try:
         if small_rows is None:
-            small_rows = int(os.environ.get("EVITA_SMALL_ROWS", SMALL_ROWS))
+            small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
         engine = _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope)
         engine.small_rows = small_rows if local and not one_partition else 0
         return engine.run()
@@ -854,6 +844,7 @@ class _Engine:
                 continue
             target = name[: -len(DELETION_SUFFIX)]
             ts = self.df.relations[target]
+            self.tables.pop(target, None)  # the driver's copy no longer holds the relation
             key = ts.keys if ts.keys is not None else range(ts.arity)
             self.full[target] = self.keep(_anti(self.single(self.frame(self.full[target])),
                                                 self.single(self.frame(self.full[name])), key))

@@ -166,22 +166,58 @@ def writable(df):
 
 
 def write_outputs(result, relations: list, directory: str, fmt: str = "csv", souffle: bool = False) -> list:
-    """Write each relation to DIR/REL.csv (one file, as Soufflé `-D` does) or DIR/REL.parquet."""
+    """Write each relation to DIR/REL.csv (one file, sorted, as Soufflé `-D` does) or
+    DIR/REL.parquet. CSV rows are formatted column by column over Arrow (the table the
+    driver holds for a small stratum, else the relation collected as Arrow batches)."""
     os.makedirs(directory, exist_ok=True)
     written = []
+    held = result.engine.tables if result.engine is not None else {}
     for rel in relations:
-        df = result.relations[rel]
         target = Path(directory) / f"{rel}.{ 'parquet' if fmt == 'parquet' else 'csv'}"
         if fmt == "parquet":
-            df.write.mode("overwrite").parquet(str(target))
+            result.relations[rel].write.mode("overwrite").parquet(str(target))
         else:
-            sep = "\t" if souffle else ","
-            rows = writable(df).collect()
+            import pyarrow as pa
+
+            table = pa.Table.from_pandas(held[rel], preserve_index=False) if rel in held else \
+                writable(result.relations[rel]).toArrow()
+            lines = csv_lines(table, "\t" if souffle else ",")
             with open(target, "w", encoding="utf-8") as fh:
-                for r in sorted(rows, key=lambda r: tuple(str(x) for x in r)):
-                    fh.write(sep.join("" if v is None else _text(v) for v in r) + "\n")
+                fh.write("".join(line + "\n" for line in lines))
         written.append(str(target))
     return written
+
+
+def csv_lines(table, sep: str) -> list:
+    """The rows of an Arrow table as text lines, sorted: null as "", booleans as
+    true/false, numbers as Python prints them.
+
+    >>> import pyarrow as pa
+    >>> csv_lines(pa.table({"a": [2, None, 10], "b": [1.5, 2.0, None], "c": [True, False, None]}), ",")
+    [',2.0,false', '10,,', '2,1.5,true']
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for col in table.columns:
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        t = col.type
+        if pa.types.is_boolean(t):
+            text = pc.if_else(col, "true", "false")
+        elif pa.types.is_floating(t):  # Arrow prints 2.0 as "2"; Python as "2.0"
+            values = col.to_numpy(zero_copy_only=False)
+            text = pa.array(values.astype(str).astype(object), pa.string(),
+                            mask=col.is_null().to_numpy(zero_copy_only=False))
+        else:
+            text = pc.cast(col, pa.string())
+        columns.append(pc.fill_null(text, ""))
+    if not columns:
+        return [""] * table.num_rows
+    texts = pa.table({f"t{i}": c for i, c in enumerate(columns)})
+    texts = texts.sort_by([(name, "ascending") for name in texts.column_names])
+    joined = pc.binary_join_element_wise(*texts.columns, sep) if len(columns) > 1 else texts.column(0)
+    return joined.to_pylist()
 
 
 def _text(v) -> str:

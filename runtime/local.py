@@ -13,11 +13,12 @@ SQL loop instead (`supports`).
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 
 from . import columnar
-from .dataflow import Dataflow, Stratum
+from .dataflow import Dataflow, IterationStats, Stratum
 
 
 def supports(st: Stratum, dataflow: Dataflow) -> bool:
@@ -50,30 +51,49 @@ def run_local_stratum(engine, st: Stratum) -> bool:
         return False
     tables = {}
     for name in st.local.replicated:  # replicated: shipped to every task with the function
-        engine._actions += 1
-        tables[name] = engine.full[name].toPandas()
+        if name in engine.tables:  # the driver holds it already
+            tables[name] = engine.tables[name]
+        else:
+            engine._actions += 1
+            tables[name] = engine.full[name].toPandas()
     parts = engine.spark.sparkContext.defaultParallelism
     partitioned = init.repartition(max(1, parts), F.col(f"c{st.local.partition[0]}"))
-    task = _Task(st, s, tables, types)
+    task = _Task(st, s, tables, types, engine.max_iterations)
     out = engine.keep(partitioned.mapInArrow(task, init.schema))
     engine.full[rel] = engine.delta[rel] = out
     engine._actions += 1
-    n = out.count()
-    from .engine import IterationStats
-
+    try:
+        n = out.count()
+    except Exception as e:  # a task reached the iteration limit: say so as the SQL loop would
+        sizes = _limit_reached(e)
+        if sizes is None:
+            raise
+        engine.no_fixpoint(st, sizes)
     engine.stats.append(IterationStats(st.index, 0, engine._actions - before, {rel: n},
                                        time.perf_counter() - t0, mode="local"))
     return True
 
 
+_LIMIT_MARK = "<evita: iteration limit>"
+
+
+def _limit_reached(error: Exception):
+    """The delta sizes a task reported on reaching the iteration limit, else None."""
+    text = str(error)
+    if _LIMIT_MARK not in text:
+        return None
+    return json.loads(text.split(_LIMIT_MARK)[1])
+
+
 class _Task:
     """The function each task runs (pickled to the workers with the replicated tables)."""
 
-    def __init__(self, st: Stratum, store, tables, types):
+    def __init__(self, st: Stratum, store, tables, types, max_iterations: int):
         self.stratum = replace(st, relations=(store.name,), init_rules=(), local=None)
         self.store = store
         self.tables = tables
         self.types = types
+        self.max_iterations = max_iterations
 
     def __call__(self, batches):
         import pandas as pd
@@ -82,9 +102,11 @@ class _Task:
         cols = [f"c{i}" for i in range(self.store.arity)]
         frames = [b.to_pandas() for b in batches]
         start = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in cols})
-        # No iteration limit: a decomposable stratum's limit is checked by its SQL-loop run.
-        out = columnar.run_stratum(self.stratum, {self.store.name: self.store}, self.tables,
-                                   start={self.store.name: start[cols]}, max_iterations=1 << 62)
+        try:
+            out = columnar.run_stratum(self.stratum, {self.store.name: self.store}, self.tables,
+                                       start={self.store.name: start[cols]}, max_iterations=self.max_iterations)
+        except columnar.NoFixpoint as e:  # the driver finds this marker in the task's error
+            raise RuntimeError(f"{_LIMIT_MARK}{json.dumps(e.sizes)}{_LIMIT_MARK}") from None
         schema = pa.schema([(c, getattr(pa, _ARROW[t])()) for c, t in zip(cols, self.types)])
         table = pa.Table.from_pandas(out.tables[self.store.name], schema=schema, preserve_index=False)
         yield from table.to_batches(max_chunksize=1 << 20)

@@ -75,8 +75,10 @@ start(1).
 r1 dist(Y, min<D>) :- start(Y), D := 0.
 r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
 """
-    _, result = evaluate(spark, text)
-    assert result.tuples(["dist"])["dist"] == {(1, 0), (3, 1), (2, 2), (4, 3), (5, 10)}
+    for options, mode in (({}, "small"), ({"local": False}, "sql")):
+        _, result = evaluate(spark, text, **options)
+        assert result.tuples(["dist"])["dist"] == {(1, 0), (3, 1), (2, 2), (4, 3), (5, 10)}
+        assert {s.mode for s in result.stats if s.iteration} == {mode}
 
 
 def test_negation_heavy_program(spark):
@@ -114,9 +116,14 @@ r6 seen(X) :- item(X).
     assert got["seen"] == {(1,), (2,), (3,)}  # ... so rules in it still saw item(2)
 
 
-def test_iteration_limit_names_stratum_and_relation(spark):
+@pytest.mark.parametrize("strategy", ["distributed", "small", "local"])
+def test_iteration_limit_names_stratum_and_relation(spark, strategy):
+    options = {"distributed": {"local": False}, "small": {}, "local": {"small_rows": 0}}[strategy]
+    text = "n(0).\nr1 n(Y) :- n(X), Y := X + 1.\n"
+    if strategy == "local":  # decomposable on column 0: each partition's task runs its own fixpoint
+        text = "e(1, 2). e(2, 1).\nr1 n(X, 0) :- e(X, _).\nr2 n(X, M) :- n(X, N), M := N + 1.\n"
     with pytest.raises(EvitaError) as e:
-        evaluate(spark, "n(0).\nr1 n(Y) :- n(X), Y := X + 1.\n", max_iterations=5, local=False)
+        evaluate(spark, text, max_iterations=5, **options)
     d = e.value.first
     assert d.code == "no-fixpoint" and "stratum 0" in d.message and "n still gains" in d.message
 

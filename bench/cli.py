@@ -1,0 +1,112 @@
+"""Benchmark: `evita run` as a user runs it, from the shell, Spark start-up included.
+
+    .venv/bin/python bench/cli.py                  # all workloads
+    .venv/bin/python bench/cli.py --only nat
+
+Each workload is one `evita run ... --stats` in a fresh process (a fresh JVM); the wall
+time is measured around the process, and the phase table `--stats` prints (parse,
+Spark start, compile, plan, inputs, fixpoint, outputs, previews) is read back. The
+baseline, measured in the same run: `evita run` on a one-fact program, the price of
+starting at all. DuckDB's time for the same query is printed where there is one.
+
+Workloads:
+  one-fact  p(1).
+  nat       nat(n+1) :- nat(n), n < 2000 joined with a small relation: 2,000 iterations
+  tc+sg     -F/-D: TC of a random graph (2,000 nodes, 4,000 edges) and same generation
+            on a binary tree of depth 9, one program (the issue's user scenario)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import SG_SQL, TC_SQL, binary_tree, duck_recursive, random_graph  # noqa: E402
+
+ONE_FACT = "p(1).\n"
+
+NAT = """
+nat(0).
+r1 nat(M) :- nat(N), N < 2000, M := N + 1.
+every(7). every(11). every(1999).
+r2 hit(N, K) :- nat(N), every(K), N % K == 0.
+"""
+
+TC_SG = """
+.decl edge(x: number, y: number)
+.input edge
+.decl parent(child: number, parent: number)
+.input parent
+.decl tc(x: number, y: number)
+.output tc
+.decl sg(x: number, y: number)
+.output sg
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+sg(x, y) :- parent(x, p), parent(y, p), x != y.
+sg(x, y) :- parent(x, a), sg(a, b), parent(y, b).
+"""
+
+
+def evita_run(args: list, cwd: Path) -> tuple:
+    """Wall seconds of one `evita run` process, and its phase table as {phase: (s, jobs)}."""
+    cmd = [sys.executable, "-m", "evita", "run", *args, "--stats"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
+    phases = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"^(\S.*?)\s{2,}(\d+\.\d+)\s+(\d+\.\d+)%\s*(\d*)$", line)
+        if m:
+            phases[m.group(1).strip()] = (float(m.group(2)), int(m.group(4) or 0))
+    return wall, phases
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=("nat", "tc+sg"), action="append")
+    args = ap.parse_args(argv)
+    work = args.only or ["nat", "tc+sg"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "one.dl").write_text(ONE_FACT)
+        (root / "nat.dl").write_text(NAT)
+        (root / "tcsg.dl").write_text(TC_SG)
+        facts = root / "facts"
+        facts.mkdir()
+        edges = random_graph(2000, 4000, seed=7)
+        parents = binary_tree(9)
+        (facts / "edge.facts").write_text("".join(f"{a}\t{b}\n" for a, b in edges))
+        (facts / "parent.facts").write_text("".join(f"{a}\t{b}\n" for a, b in parents))
+
+        base, base_phases = evita_run(["one.dl"], root)
+        rows.append(("one-fact", base, base_phases, None))
+        if "nat" in work:
+            wall, phases = evita_run(["nat.dl", "--max-iterations", "5000"], root)
+            rows.append(("nat", wall, phases, None))
+        if "tc+sg" in work:
+            wall, phases = evita_run(["tcsg.dl", "-F", "facts", "-D", "out"], root)
+            t_tc, _ = duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])})
+            t_sg, _ = duck_recursive(SG_SQL, {"parent": (parents, ["c", "p"])})
+            rows.append(("tc+sg", wall, phases, t_tc + t_sg))
+
+    names = list(dict.fromkeys(p for _, _, phases, _ in rows for p in phases if p != "total"))
+    print("\nworkload   wall s   vs one-fact  duckdb s  " + "  ".join(f"{n[:18]:>18}" for n in names))
+    for name, wall, phases, duck in rows:
+        cells = "  ".join(f"{phases[n][0]:>9.2f}s {phases[n][1]:>3}j " if n in phases else f"{'':>18}"
+                          for n in names)
+        print(f"{name:<9} {wall:>7.2f}  {wall / base:>10.2f}x  {'' if duck is None else f'{duck:8.2f}':>8}  {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

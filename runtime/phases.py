@@ -1,0 +1,46 @@
+"""Where the time of one `evita run` goes: wall time and Spark jobs per phase.
+
+Relations are lazy, so a phase is charged for the work its own actions start: a
+non-recursive relation computed by the preview is preview time, not fixpoint time.
+
+>>> phases = Phases()
+>>> with phases.phase("parse and check"):
+...     pass
+>>> list(phases.seconds)
+['parse and check']
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+
+class Phases:
+    def __init__(self):
+        self.seconds: dict = {}
+        self.jobs: dict = {}
+        self.spark = None  # set once Spark runs: jobs are then counted per phase
+
+    @contextmanager
+    def phase(self, name: str):
+        started = time.perf_counter()
+        group = f"evita-phase-{len(self.seconds)}"
+        sc = self.spark.sparkContext if self.spark is not None else None
+        if sc is not None:
+            sc.setJobGroup(group, name)
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+            if sc is not None:
+                self.jobs[name] = self.jobs.get(name, 0) + len(sc.statusTracker().getJobIdsForGroup(group))
+                sc.setLocalProperty("spark.jobGroup.id", None)
+
+    def text(self) -> str:
+        total = sum(self.seconds.values()) or 1.0
+        lines = ["phase                          seconds   share  Spark jobs"]
+        for name, s in self.seconds.items():
+            jobs = self.jobs.get(name)
+            lines.append(f"{name:<30} {s:>7.2f}  {100 * s / total:>5.1f}%  {'' if jobs is None else jobs:>10}")
+        lines.append(f"{'total':<30} {total:>7.2f}")
+        return "\n".join(lines)
