@@ -271,6 +271,8 @@ def main(argv=None) -> int:
             modes = sorted({s.mode for s in res.stats if s.iteration or s.mode == "local"}) or ["sql"]
             iterations = max((s.iteration for s in res.stats), default=0)
             row[strategy] = (ev, "+".join(modes), res.actions, iterations)
+            if strategy not in STRATEGIES:
+                row["note"] = f"{strategy}: {ev:.2f} s ({'+'.join(modes)}, {res.actions} jobs)"
             answers.append((n, extra))
             print(f"{name}: evita {strategy:<11} {ev:8.2f} s  {n:,} tuples  modes {modes}  "
                   f"{res.actions} actions, {iterations} iterations", flush=True)
@@ -289,7 +291,8 @@ def main(argv=None) -> int:
         edges = random_graph(2000, 4000, seed=7)
         contenders("TC, random graph 2,000 nodes / 4,000 edges", TC_PROGRAM, {"edge": edges}, "tc",
                    lambda: duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])}) + (None,),
-                   lambda: handwritten_tc(spark, edges)[:2] + (None,))
+                   lambda: handwritten_tc(spark, edges)[:2] + (None,),
+                   strategies={**STRATEGIES, "tasks": {"small_rows": 0}})
     if "sg" in work:
         parents = binary_tree(12)
         contenders("same generation, binary tree depth 12", SG_PROGRAM, {"parent": parents}, "sg",
@@ -321,7 +324,8 @@ def main(argv=None) -> int:
         duck = row.get("duckdb", (None,))[0]
         ratio = {k: f"{row[k][0] / duck:.1f}x" if duck and k in row else "-" for k in STRATEGIES}
         print(f"| {row['workload']} | {cell('auto')} | {cell('distributed')} | {cell('hand')} | {cell('duckdb')} "
-              f"| {ratio['auto']} | {ratio['distributed']} |" + ("" if row["agree"] else " RESULTS DIFFER"))
+              f"| {ratio['auto']} | {ratio['distributed']} |" + ("" if row["agree"] else " RESULTS DIFFER")
+              + (f" {row['note']}" if "note" in row else ""))
     return 0
 
 

@@ -106,6 +106,10 @@ def cmd_run(args) -> int:
         result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
                      local=not args.no_local)
     shown = shown_relations(dataflow)
+    if args.souffle_out or args.output:  # written, then previewed: compute each relation once
+        for name in set(shown) | (set(dataflow.outputs) if args.souffle_out else set()):
+            if name not in result.engine.tables:  # the driver's tables cost nothing to read again
+                result.relations[name].persist()
     frames = {name: result.relations[name] for name in shown}
     for i, q in enumerate(dataflow.queries):
         frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)

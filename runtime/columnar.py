@@ -162,7 +162,12 @@ def evaluate_rule(rule: RulePlan, read: Callable):
     bound = pd.DataFrame(index=[0])  # no atom yet: one valuation binding nothing
     for step in rule.steps:
         if step.op in ("scan", "join", "antijoin"):
-            atom = _bind(step.args, read(step))
+            table = read(step)
+            if not len(table):  # an empty table has no column types to join on
+                if step.op == "antijoin":
+                    continue
+                return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
+            atom = _bind(step.args, table)
             keys = [v for v in atom.columns if v in bound.columns]
             if step.op == "antijoin":
                 if not keys:
@@ -308,12 +313,12 @@ class Relation:
         """The new delta, given this iteration's rule outputs; `full` takes it in."""
         import pandas as pd
 
-        cand = _like(candidates, self.full)
+        cand, self.full = _aligned(candidates, self.full)
         s = self.s
         if self.seen is not None:  # sets: what was not there before
             delta = self.seen.add_new(cand)
             if len(delta):
-                self.full = pd.concat([self.full, delta], ignore_index=True)
+                self.full = pd.concat([self.full, delta], ignore_index=True) if len(self.full) else delta
             return delta
         new = combine(s, [cand])
         if s.aggregates:  # PreM: a new group or a better value for an old one
@@ -329,24 +334,31 @@ class Relation:
             delta = _anti(new, self.full, list(new.columns))
             groups = [f"c{i}" for i in s.keys]
         if len(delta):
-            self.full = pd.concat([_anti(self.full, delta, groups), delta], ignore_index=True)
+            kept = _anti(self.full, delta, groups)
+            self.full = pd.concat([kept, delta], ignore_index=True) if len(kept) else delta
         return delta
 
 
-def _like(df, model):
-    """`df` with `model`'s column dtypes where both are numeric (a double relation stays
-    double when a rule derives whole numbers)."""
-    if not len(model) or not len(df):
-        return df
-    casts = {}
+def _aligned(df, model):
+    """`df` and `model` with the same column dtypes: whole numbers meeting fractional
+    ones become float64 on both sides, as a Spark column holding both is double. An
+    empty side takes the other's types. Text meeting numbers raises Unsupported."""
+    if not len(model):
+        return df, model.astype(dict(df.dtypes)) if len(df) and len(model.columns) else model
+    if not len(df):
+        return df.astype(dict(model.dtypes)) if len(df.columns) else df, model
+    widen = {}
     for c in df.columns:
         a, b = df[c].dtype, model[c].dtype
-        if a != b:
-            if a.kind in "iu" and b.kind == "f":
-                casts[c] = b
-            elif a.kind != "O" or b.kind != "O":
-                raise Unsupported(f"column {c} mixes {a} and {b}")
-    return df.astype(casts) if casts else df
+        if a == b:
+            continue
+        if a.kind in "iuf" and b.kind in "iuf":
+            widen[c] = "float64"
+        else:
+            raise Unsupported(f"column {c} mixes {a} and {b}")
+    if not widen:
+        return df, model
+    return df.astype(widen), model.astype(widen)
 
 
 class _KeySet:

@@ -100,6 +100,10 @@ def test_bad_facts_rows_fail_the_run_at_their_line(spark, capsys):
     code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", "--lenient", "--stats", *quick)
     assert code == 0 and "skipped 2 rows of edge" in out and "input edge: 2 rows skipped" in out
     assert "null" not in out  # no value became null
+    # --stats: where each stratum ran and where the time of the run went
+    assert " small " in out or " local " in out
+    for phase in ("start Spark (JVM)", "compile (stages, catalog)", "read inputs", "fixpoint", "previews"):
+        assert phase in out
 
 
 def test_spark_failure_is_one_line_naming_the_stratum(spark, capsys, monkeypatch):

@@ -33,9 +33,14 @@ def _both(spark, stage, rows, program_id, **kw):
     return one, engine
 
 
-# Every stage on every example; the magic fixtures (bound queries) only where they bite.
+# Every stage on four examples that between them hold every construct the stages read
+# (lists, keys, aggregates, queries, negation, locations, @next, recursion); the magic
+# programs with bound queries (non-linear, several queries, Fig. 4.1) for magic_sets. test_stage_cases runs each
+# stage's own cases; this test is about the two evaluators agreeing.
+COVERING = ("shortest_path.olg", "two_phase_commit.olg", "chord_aggregates.olg", "negation.dl")
 PAIRS = [(stage, path) for stage in STAGES for path in PROGRAMS
-         if path.parent == EXAMPLES or stage.startswith(path.parent.name)]
+         if (path.parent == EXAMPLES and path.name in COVERING)
+         or (stage == "magic_sets" and path.name in ("nonlinear.dl", "several_queries.olg", "path_magic.olg"))]
 
 
 @pytest.mark.parametrize("stage,path", PAIRS, ids=[f"{p.name}-{s}" for s, p in PAIRS])
@@ -48,9 +53,12 @@ def test_stage_derives_the_same_rows_as_on_the_engine(spark, stage, path):
         (engine.inserts, engine.deletes, engine.updates, engine.copies, engine.term_copies)
 
 
-@pytest.mark.parametrize("path", STAGE_FILES, ids=lambda p: p.name)
+LARGEST = sorted(STAGE_FILES, key=lambda p: -len(p.read_text()))[:2]
+
+
+@pytest.mark.parametrize("path", LARGEST, ids=lambda p: p.name)
 def test_stages_compiled_as_programs_give_the_same_rows(spark, path):
-    """Stage files as input: the largest catalogs the stages see in the tests."""
+    """The two largest stage files as input: the largest catalogs the stages see in the tests."""
     program = parse_file(path)
     rows = encode(program)
     for name in STAGES:
