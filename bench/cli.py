@@ -56,7 +56,8 @@ sg(x, y) :- parent(x, a), sg(a, b), parent(y, b).
 
 def evita_run(args: list, cwd: Path) -> tuple:
     """Wall seconds of one `evita run` process, and its phase table as {phase: (s, jobs)}."""
-    cmd = [sys.executable, "-m", "evita", "run", *args, "--stats"]
+    evita = Path(sys.executable).parent / "evita"  # the installed command, as a user runs it
+    cmd = [str(evita), "run", *args, "--stats"]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     wall = time.perf_counter() - t0

@@ -229,6 +229,8 @@ SELECT count(*) FROM sg"""
 NAT_PROGRAM = """
 .decl every(k: number)
 .input every
+.decl nat(n: number)
+.decl hit(n: number, k: number)
 nat(0).
 r1 nat(M) :- nat(N), N < 2000, M := N + 1.
 r2 hit(N, K) :- nat(N), every(K), N % K == 0.

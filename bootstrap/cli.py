@@ -297,18 +297,25 @@ def cmd_print(args) -> int:
     return 0
 
 
-def compile_file(args, spark=None, program=None):
+def compile_file(args, spark=None, program=None, phases=None):
     """Parse, check and compile a program file through the lattice (`program`: already
-    parsed and checked); store every version. Returns (program, Compilation, [StageDiff])."""
+    parsed and checked); store every version. Returns (program, Compilation, [StageDiff]).
+    `phases`: a `runtime.phases.Phases` timing attaching, the stages and the saving."""
+    from contextlib import nullcontext
+
     from evita.catalog.encode import encode
 
     from .explain import diff_versions
     from .scheduler import Version, compile_program
     from .stage import StageFailure
 
+    def phase(name):
+        return phases.phase(name) if phases is not None else nullcontext()
+
     program = program or parse_and_check(args.program)
     rows = encode(program)
-    spark = session(args) if spark is None else _attached(spark)
+    with phase("attach the catalog"):
+        spark = session(args) if spark is None else _attached(spark)
     choose = {}
     for item in args.choose:
         group, sep, stage = item.partition("=")
@@ -316,18 +323,20 @@ def compile_file(args, spark=None, program=None):
             raise UserError(f"--choose {item}: write GROUP=STAGE, e.g. --choose join_order=cascades")
         choose[group] = stage
     try:
-        comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
-                               only=args.only, choose=choose, max_iterations=args.max_iterations)
+        with phase("compile: stages"):
+            comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
+                                   only=args.only, choose=choose, max_iterations=args.max_iterations)
     except StageFailure as e:
         versions = e.versions or [Version(0, "parse", rows)]
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
         _store_compilation(spark, program.name, versions, diffs, failure=e)
         raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
-    diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
-    _store_compilation(spark, program.name, comp.versions, diffs)
-    from evita.catalog import store
+    with phase("compile: save the catalog"):
+        diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
+        _store_compilation(spark, program.name, comp.versions, diffs)
+        from evita.catalog import store
 
-    store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
+        store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     return program, comp, diffs
 
 

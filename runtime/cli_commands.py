@@ -46,13 +46,13 @@ def add_arguments(subparsers, common=None) -> None:
     c.set_defaults(func=cmd_run)
 
 
-def compiled(args, program=None):
+def compiled(args, program=None, phases=None):
     """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
     Parsing and checking happen before Spark starts, so a bad file fails fast."""
     from ..bootstrap.cli import compile_file
     from ..catalog.decode import decode
 
-    program, comp, _ = compile_file(args, program=program)
+    program, comp, _ = compile_file(args, program=program, phases=phases)
     return decode(comp.final, program.name)
 
 
@@ -89,8 +89,7 @@ def cmd_run(args) -> int:
         report_warning(warning)
     with phases.phase("start Spark (JVM)"):
         phases.spark = spark_session(master=getattr(args, "master", None))
-    with phases.phase("compile (stages, catalog)"):
-        final = compiled(args, program)  # attaches the catalog to the session started above
+    final = compiled(args, program, phases)  # attaches the catalog to the session started above
     with phases.phase("plan"):
         dataflow = plan(final)
     spark = phases.spark
@@ -167,7 +166,7 @@ def _atom_text(a) -> str:
 
 
 def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
-    """One Spark action for all previews: each relation's first rows, sorted."""
+    """One Spark action for all previews: each relation's first rows in column order."""
     import json
     from functools import reduce
 
@@ -182,8 +181,10 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
     for i, name in enumerate(names):
         df = frames[name]
         plain = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
-        counted = plain.select(F.lit(i).alias("r"), F.to_json(F.array(F.struct("*")), {"ignoreNullFields": "false"}).alias("t"))
-        parts.append(counted.orderBy("t").limit(limit + 1))
+        # Spark's top-k on the columns themselves; only the rows kept become JSON text.
+        first = plain.orderBy(*plain.columns).limit(limit + 1)
+        parts.append(first.select(F.lit(i).alias("r"),
+                                  F.to_json(F.array(F.struct("*")), {"ignoreNullFields": "false"}).alias("t")))
     rows: dict = {n: [] for n in names}
     for r in reduce(lambda a, b: a.union(b), parts).collect():
         rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))

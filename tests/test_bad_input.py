@@ -102,7 +102,7 @@ def test_bad_facts_rows_fail_the_run_at_their_line(spark, capsys):
     assert "null" not in out  # no value became null
     # --stats: where each stratum ran and where the time of the run went
     assert " small " in out or " local " in out
-    for phase in ("start Spark (JVM)", "compile (stages, catalog)", "read inputs", "fixpoint", "previews"):
+    for phase in ("start Spark (JVM)", "compile: stages", "read inputs", "fixpoint", "previews"):
         assert phase in out
 
 
