@@ -219,6 +219,8 @@ def _small_text(st: Stratum, flow: "Dataflow") -> str:
     """What the runtime does when the stratum's inputs turn out small (it knows sizes)."""
     from .columnar import SMALL_ROWS, unsupported
 
+    if st.local is not None:
+        return "small inputs: per-partition tasks all the same  // a stage chose them (strategy local)"
     why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
     if why:
         return f"small inputs: still on Spark  // the columnar evaluator cannot: {why}"

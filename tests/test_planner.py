@@ -158,3 +158,12 @@ def test_filters_wait_for_their_variables_but_never_move_earlier():
 
 def test_every_builtin_has_a_spark_sql_form():
     assert set(sql.BUILTIN_SQL) == set(B.BUILTINS)
+
+
+def test_plan_says_where_a_recursive_stratum_runs_when_its_inputs_are_small():
+    from evita.bootstrap.parser import parse_file as parse
+
+    sg = plan(parse(EXAMPLES / "same_generation.dl")).to_text()
+    assert "small inputs: on the driver, columnar  // when its inputs hold at most 200,000 rows" in sg
+    sp = plan(parse(EXAMPLES / "shortest_path.olg")).to_text()
+    assert "small inputs: still on Spark  // the columnar evaluator cannot: rule r1 computes f_cons(X, Y)" in sp
