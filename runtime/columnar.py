@@ -16,10 +16,11 @@ reads complete lower strata. `tests/oracle.py` checks both against an independen
 tuple-at-a-time evaluator.
 
 What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
-and assignments over arithmetic, comparisons, boolean operators, conditionals and
-`abs`/`min`/`max`; count, sum, min, max and mean. Anything else (lists, strings built
-by functions, nulls) raises `Unsupported` and the stratum runs in the SQL loop, which
-has Spark's SQL semantics for all of it. So does a division or modulo by zero: the SQL
+and assignments over arithmetic, comparisons, boolean operators, conditionals,
+`abs`/`min`/`max` and lists (list literals, cons, append, concat, contains, size; lists
+are tuples); count, sum, min, max and mean. Anything else (strings built by functions,
+set/list aggregates, nulls) raises `Unsupported` and the stratum runs in the SQL loop,
+which has Spark's SQL semantics for all of it. So does a division or modulo by zero: the SQL
 loop reports it as Spark does.
 
 >>> import pandas as pd
@@ -41,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..bootstrap import builtins as B
 from ..bootstrap import syntax as S
 from .dataflow import RulePlan, Storage, Stratum, term_text
 
@@ -49,7 +51,8 @@ from .dataflow import RulePlan, Storage, Stratum, term_text
 SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
-_CALLS = ("abs", "min", "max")
+_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list")
+_LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean"}
 
 
@@ -79,7 +82,9 @@ def _term_ok(t) -> bool:
     if isinstance(t, S.Cond):
         return _term_ok(t.test) and _term_ok(t.then) and _term_ok(t.other)
     if isinstance(t, S.Call):
-        return t.func in _CALLS and len(t.args) >= 1 and all(_term_ok(a) for a in t.args)
+        return B.canonical(t.func) in _CALLS and all(_term_ok(a) for a in t.args)
+    if isinstance(t, S.ListExpr):
+        return all(_term_ok(a) for a in t.items)
     return False
 
 
@@ -108,16 +113,24 @@ def unsupported(rules, storages) -> Optional[str]:
 
 def checked(table):
     """A table collected from Spark, if the evaluator can read it: no nulls (pandas
-    would join them; SQL does not), no lists. Raises Unsupported."""
+    would join them; SQL does not); arrays become tuples. Raises Unsupported."""
     for c in table.columns:
         col = table[c]
         if col.isna().any():
             raise Unsupported(f"column {c} holds nulls")
         if col.dtype.kind == "O" and not all_text(col):
-            raise Unsupported(f"column {c} holds {col.dtype}")
+            if not all(isinstance(v, (list, tuple)) or hasattr(v, "tolist") for v in col):
+                raise Unsupported(f"column {c} holds {col.dtype}")
+            table[c] = col.map(_as_tuple)
         if col.dtype.kind not in "iufbO":
             raise Unsupported(f"column {c} holds {col.dtype}")
     return table
+
+
+def _as_tuple(v):
+    """A list value as the evaluator holds it (Spark hands arrays over as numpy arrays)."""
+    items = v.tolist() if hasattr(v, "tolist") else v
+    return tuple(_as_tuple(x) if isinstance(x, (list, tuple)) or hasattr(x, "tolist") else x for x in items)
 
 
 def all_text(column) -> bool:
@@ -225,11 +238,15 @@ def _vector(t, b):
     if isinstance(t, S.Cond):
         n = len(b)
         return np.where(_truth(_vector(t.test, b), n), _full(_vector(t.then, b), n), _full(_vector(t.other, b), n))
+    if isinstance(t, S.ListExpr):
+        return _per_row(lambda *items: tuple(items), [_vector(a, b) for a in t.items], len(b))
+    if isinstance(t, S.Call) and B.canonical(t.func) in _LIST_CALLS:
+        return _per_row(_LIST_FUNCTIONS[B.canonical(t.func)], [_vector(a, b) for a in t.args], len(b))
     if isinstance(t, S.Call):
         args = [_vector(a, b) for a in t.args]
-        if t.func == "abs":
+        if B.canonical(t.func) == "abs":
             return np.abs(args[0])
-        combine = np.minimum if t.func == "min" else np.maximum
+        combine = np.minimum if B.canonical(t.func) == "min" else np.maximum
         out = args[0]
         for a in args[1:]:
             out = combine(out, a)
@@ -245,6 +262,32 @@ def _vector(t, b):
     return {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
             "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
             ">": np.greater, ">=": np.greater_equal}[op](left, right)
+
+
+# Lists are tuples in object columns. No library has these as vector kernels, so they
+# are the one place where a Python function runs per tuple.
+_LIST_FUNCTIONS = {
+    "cons": lambda x, rest: (x,) + rest if isinstance(rest, tuple) else (x, rest),
+    "append": lambda items, x: tuple(items) + (x,),
+    "concat": lambda a, c: tuple(a) + tuple(c),
+    "contains": lambda x, items: x in items,
+    "size": lambda items: len(items),
+    "list": lambda *items: tuple(items),
+}
+
+
+def _per_row(function, args: list, n: int):
+    import numpy as np
+
+    # Python values (tolist), not numpy scalars: the tuples become Spark arrays later.
+    columns = [a.tolist() if isinstance(a, np.ndarray) else [a] * n for a in args]
+    out = np.empty(n, dtype=object)
+    out[:] = [function(*values) for values in zip(*columns)] if columns else [function() for _ in range(n)]
+    if n and isinstance(out[0], (bool, np.bool_)):
+        return out.astype(bool)
+    if n and isinstance(out[0], int) and not isinstance(out[0], bool):
+        return out.astype(np.int64)
+    return out
 
 
 def _is_text(v) -> bool:

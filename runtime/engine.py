@@ -394,11 +394,18 @@ class _Engine:
 
         if not len(table):
             return empty_frame(self.spark, s)
+        from .io import _infer
+
         kinds = {"i": T.LongType(), "u": T.LongType(), "f": T.DoubleType(), "b": T.BooleanType(), "O": T.StringType()}
         fields = []
         for c in table.columns:
             kind = table[c].dtype.kind
-            if kind not in kinds or (kind == "O" and not columnar.all_text(table[c])):
+            if kind == "O" and not columnar.all_text(table[c]):
+                if not all(isinstance(v, tuple) for v in table[c]):
+                    raise columnar.Unsupported(f"column {c} of {s.name} mixes lists and other values")
+                fields.append(T.StructField(c, _infer(list(table[c])), True))  # lists: arrays
+                continue
+            if kind not in kinds:
                 raise columnar.Unsupported(f"column {c} of {s.name} holds {table[c].dtype}")
             fields.append(T.StructField(c, kinds[kind], True))
         return self.spark.createDataFrame(table, T.StructType(fields))

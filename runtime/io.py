@@ -179,8 +179,10 @@ def write_outputs(result, relations: list, directory: str, fmt: str = "csv", sou
         else:
             import pyarrow as pa
 
-            table = pa.Table.from_pandas(held[rel], preserve_index=False) if rel in held else \
-                writable(result.relations[rel]).toArrow()
+            lists = rel in held and any(held[rel][c].dtype == object and len(held[rel]) and
+                                        isinstance(held[rel][c].iloc[0], tuple) for c in held[rel].columns)
+            table = pa.Table.from_pandas(held[rel], preserve_index=False) if rel in held and not lists else \
+                writable(result.relations[rel]).toArrow()  # lists are written as JSON, as Spark writes them
             lines = csv_lines(table, "\t" if souffle else ",")
             with open(target, "w", encoding="utf-8") as fh:
                 fh.write("".join(line + "\n" for line in lines))

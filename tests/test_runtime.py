@@ -53,9 +53,11 @@ def test_same_generation(spark):
     assert sg == pairs | {(b, a) for a, b in pairs}
 
 
-def test_shortest_path_fig_3_5(spark):
+@pytest.mark.parametrize("strategy", ["small", "distributed"])
+def test_shortest_path_fig_3_5(spark, strategy):
     prog = parse_file(EXAMPLES / "shortest_path.olg")
-    result = run(compiled_plan(spark, prog), spark)
+    result = run(compiled_plan(spark, prog), spark, local=strategy != "distributed")
+    assert {s.mode for s in result.stats} == {"small" if strategy == "small" else "sql"}  # lists on the driver too
     got = result.tuples(["path", "minCostPath", "shortestPath"])
     assert len(got["path"]) == 22 and len(got["minCostPath"]) == 13
     node1 = sorted(t for t in got["shortestPath"] if t[0] == "node1")
@@ -250,3 +252,14 @@ def test_spark_agrees_with_the_oracle_on_random_programs(spark, programs):
                 have = got[f"p{i}_{name}"]
                 assert have == want, (f"{strategy}: {name} differs\n{program_text(p)}\n"
                                       f"spark:  {sorted(have)}\noracle: {sorted(want)}")
+
+
+@pytest.mark.parametrize("strategy", ["small", "distributed"])
+def test_lists_of_numbers_stay_numbers(spark, strategy):
+    text = ("e(1, 2). e(2, 3).\nr1 p(X, Y, L) :- e(X, Y), L := f_cons(X, [Y]).\n"
+            "r2 p(X, Z, L) :- p(X, Y, L0), e(Y, Z), L := f_append(L0, Z), f_size(L) < 4, f_contains(1, L).\n")
+    prog, result = evaluate(spark, text, local=strategy != "distributed")
+    assert {s.mode for s in result.stats} == {"small" if strategy == "small" else "sql"}
+    assert result.tuples(["p"])["p"] == oracle.evaluate(prog)["p"] == {(1, 2, (1, 2)), (1, 3, (1, 2, 3)),
+                                                                      (2, 3, (2, 3))}
+    assert result.relations["p"].schema.fields[2].dataType.simpleString() == "array<bigint>"
