@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import SG_SQL, TC_SQL, binary_tree, duck_recursive, random_graph  # noqa: E402
+from run import SG_PROGRAM, SG_SQL, TC_PROGRAM, TC_SQL, binary_tree, duck_recursive, random_graph  # noqa: E402
 
 ONE_FACT = "p(1).\n"
 
@@ -38,20 +38,7 @@ every(7). every(11). every(1999).
 r2 hit(N, K) :- nat(N), every(K), N % K == 0.
 """
 
-TC_SG = """
-.decl edge(x: number, y: number)
-.input edge
-.decl parent(child: number, parent: number)
-.input parent
-.decl tc(x: number, y: number)
-.output tc
-.decl sg(x: number, y: number)
-.output sg
-tc(x, y) :- edge(x, y).
-tc(x, z) :- tc(x, y), edge(y, z).
-sg(x, y) :- parent(x, p), parent(y, p), x != y.
-sg(x, y) :- parent(x, a), sg(a, b), parent(y, b).
-"""
+TC_SG = TC_PROGRAM + SG_PROGRAM  # one program: both relations, read with -F, written with -D
 
 
 def evita_run(args: list, cwd: Path) -> tuple:
