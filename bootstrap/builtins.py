@@ -63,6 +63,8 @@ _ALL = [
     Builtin("pow", 2, 2, "pow(A, B): A to the power B"),
     Builtin("floor", 1, 1, "floor(F)"),
     Builtin("ceil", 1, 1, "ceil(F)"),
+    Builtin("log", 1, 1, "log(F): the natural logarithm (null for F <= 0); products become sums"),
+    Builtin("exp", 1, 1, "exp(F): e to the power F"),
     Builtin("band", 2, 2, "bitwise and"), Builtin("bor", 2, 2, "bitwise or"),
     Builtin("bxor", 2, 2, "bitwise xor"), Builtin("bnot", 1, 1, "bitwise not"),
     Builtin("bshl", 2, 2, "shift left"), Builtin("bshr", 2, 2, "shift right"),

@@ -291,7 +291,9 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
 
 def check_plans(program: Program) -> Iterator[Diagnostic]:
     """`.plan` statements name a known relation or rule and known decisions."""
-    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, Plan
+    import re
+
+    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, Plan, statistic_key
 
     relations = {atom.relation for atom, _ in _uses(program)} | set(_declared(program))
     rules = {r.name: r for r in program.rules}
@@ -300,8 +302,9 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
         def bad(message, hint):
             return Diagnostic("bad-plan", message, p.span, p.name, hint)
         if p.kind not in PLAN_KEYS:
-            yield bad(f".plan {p.kind} is not a kind of plan", "write .plan relation NAME(...) or .plan rule LABEL(...)")
-        elif p.kind == "relation" and p.name not in relations:
+            yield bad(f".plan {p.kind} is not a kind of plan",
+                      "write .plan relation NAME(...), .plan rule LABEL(...) or .plan statistics NAME(...)")
+        elif p.kind in ("relation", "statistics") and p.name not in relations:
             yield bad(f".plan names relation {p.name}, which the program does not use", "check the name")
         elif p.kind == "rule" and p.name not in rules:
             yield bad(f".plan names rule {p.name}, which the program does not have", "check the rule label")
@@ -313,6 +316,12 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
                 yield bad(f"{key}={value} is not one of {', '.join(allowed[key])}", "write one of those")
             elif p.kind == "relation" and key == "partition" and not all(c.isdigit() for c in value.split(",")):
                 yield bad(f"partition={value} is not a list of column positions", 'write e.g. partition="0,2"')
+            elif p.kind == "statistics":
+                if statistic_key(key) is None:
+                    yield bad(f"unknown .plan statistics key {key}",
+                              "keys: rows, and per column K distinctK, minK, maxK, nullsK (e.g. distinct0=10)")
+                elif not re.fullmatch(r"-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?", value):
+                    yield bad(f"{key}={value} is not a number", "write a number, e.g. rows=1000")
             elif p.kind == "rule":
                 pos = key[4:]
                 rule = rules.get(p.name)

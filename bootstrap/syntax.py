@@ -7,6 +7,8 @@ so a program printed and parsed again compares equal to the original.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -234,7 +236,7 @@ class Plan:
     """`.plan relation NAME(key=value, ...)` or `.plan rule LABEL(joinK=method)`: physical
     decisions a stage wrote into the catalog (join methods, placement, caching, how a
     recursive stratum runs), in text so a compiled program prints and parses back whole."""
-    kind: str  # "relation" or "rule"
+    kind: str  # "relation", "rule" or "statistics"
     name: str
     params: tuple = ()  # ((key, value), ...)
     span: Span = _span()
@@ -243,7 +245,19 @@ class Plan:
 PLAN_KEYS = {
     "relation": ("distribution", "partition", "cached", "strategy", "reason"),
     "rule": (),  # joinK: the method of the join with the atom at body position K
+    "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
 }
+# `.plan statistics edge(rows=4000, distinct0=2000)`: what the cost-based stages know of a
+# relation's data (catalog table `statistic`), in text so cases and goldens can state it.
+STATISTIC_KEYS = {"rows": "cardinality", "distinct": "distinct", "min": "min", "max": "max", "nulls": "nulls"}
+
+
+def statistic_key(key: str):
+    """`distinct2` -> ('distinct', 2); `rows` -> ('cardinality', None); None if unknown."""
+    if key == "rows":
+        return "cardinality", None
+    m = re.fullmatch(r"(distinct|min|max|nulls)([0-9]+)", key)
+    return (m.group(1), int(m.group(2))) if m else None
 JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
 DISTRIBUTIONS = ("partitioned", "replicated", "broadcast")
 

@@ -129,6 +129,7 @@ class _Decoder:
             params = tuple((k, v) for k, v in params if v is not None)
             if params:
                 out.append(("relation:" + r["name"], Plan("relation", r["name"], params)))
+        out += statistics_plans(self.t["statistic"])
         rules = {r["id"]: r["name"] for r in self.t["rule"]}
         methods = _group([p for p in self.t["predicate"] if p["method"] and p["rule"] in rules], "rule", "pos")
         for rid, preds in methods.items():
@@ -222,3 +223,27 @@ def _group(rows: list, key: str, order: str) -> dict:
     for v in out.values():
         v.sort(key=lambda r: (r[order] is None, r[order] or 0))
     return out
+
+
+_METRIC_ORDER = {"cardinality": 0, "distinct": 1, "min": 2, "max": 3, "nulls": 4}
+_METRIC_KEY = {"cardinality": "rows", "distinct": "distinct", "min": "min", "max": "max", "nulls": "nulls"}
+
+
+def statistics_plans(rows: list) -> list:
+    """`.plan statistics REL(rows=..., distinct0=...)`, one per relation with statistics."""
+    by_rel: dict = {}
+    for r in rows:
+        if r["metric"] in _METRIC_ORDER:
+            by_rel.setdefault(r["relation"], []).append(r)
+    out = []
+    for rel, stats in sorted(by_rel.items()):
+        stats.sort(key=lambda r: (-1 if r["col"] is None else r["col"], _METRIC_ORDER[r["metric"]]))
+        params = tuple((_METRIC_KEY[r["metric"]] + ("" if r["col"] is None else str(r["col"])), _number(r["value"]))
+                       for r in stats)
+        out.append(("statistics:" + rel, Plan("statistics", rel, params)))
+    return out
+
+
+def _number(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(float(v))
+

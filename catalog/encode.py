@@ -105,6 +105,8 @@ class _Encoder:
             elif isinstance(s, Plan):
                 if s.kind == "relation":
                     self.mention(s.name, None, s.span)
+                elif s.kind == "statistics":
+                    self.statistics(s)
             elif isinstance(s, Component):
                 self.component(pos, s)
             else:
@@ -293,6 +295,13 @@ class _Encoder:
         line, col = _line_col(q.span)
         self.rows.add("query", id=qid, program=self.pid, pos=pos, predicate=self.atom(qid, 0, q.atom),
                       line=line, col=col)
+
+    def statistics(self, s: Plan) -> None:
+        from evita.bootstrap.syntax import statistic_key
+
+        for key, value in s.params:
+            metric, col = statistic_key(key)
+            self.rows.add("statistic", program=self.pid, relation=s.name, col=col, metric=metric, value=float(value))
 
     def io(self, pos: int, d: IODirective) -> None:
         info = self.mention(d.relation, None, d.span)

@@ -28,7 +28,9 @@ is the same evaluation as one SELECT, to read), and every column sits behind a
 non-deterministic no-op (`_computed_once`) so that Spark computes it once.
 
 What it does not do (`Unsupported`; the caller runs the program on `engine.run`):
-lists, nullary relations, delete rules, aggregates or keys inside recursion.
+lists, nullary relations, delete rules, aggregates inside recursion other than the
+min/max that recursion allows (PreM: an improved tuple replaces the old one, as a
+keyed relation's greater tuple does).
 """
 from __future__ import annotations
 
@@ -81,9 +83,9 @@ def unsupported(dataflow: Dataflow, inputs: dict) -> Optional[str]:
         # A level's relations that no rule of it re-derives (no delta rule) are computed
         # once at its start, like a stratum of their own: only looping ones matter here.
         looping = {r.head for r in st.delta_rules}
-        if st.recursive and any(dataflow.relations[n].aggregates or dataflow.relations[n].keys is not None
-                                for n in st.relations if n in looping):
-            return f"stratum {st.index} aggregates or keys inside recursion"
+        if st.recursive and any(a.func not in ("min", "max") for n in st.relations if n in looping
+                                for a in dataflow.relations[n].aggregates):
+            return f"stratum {st.index} aggregates inside recursion other than min/max"
     return None
 
 
@@ -444,14 +446,27 @@ class Program:
             exp.Literal.string(f"d{j}"), cast(starts[j] if starts[j] is not None else fn("array"), n))],
                    exp.Literal.string("i"), lit(0))
         source = self.source(index)
-        new = []
+        new, replaced = [], []
         for j, n in enumerate(names):
+            s = self.df.relations[n]
             derived = self.derivations(n, st.delta_rules, source)
-            new.append(fn("array_except", cast(_concat(derived), n), _field("acc", f"f{j}")) if derived
-                       else fn("filter", _field("acc", f"f{j}"), _lambda("t", exp.false())))
+            # A min/max (PreM) or keyed relation: an improved tuple replaces the old one,
+            # so n{j} is the relation's new whole; the delta is what it holds that is new.
+            replaced.append(bool(derived) and (bool(s.aggregates) or s.keys is not None))
+            if replaced[j]:
+                new.append(cast(combine(s, [_field("acc", f"f{j}"), cast(_concat(derived), n)]), n))
+            else:
+                new.append(fn("array_except", cast(_concat(derived), n), _field("acc", f"f{j}")) if derived
+                           else fn("filter", _field("acc", f"f{j}"), _lambda("t", exp.false())))
+
+        def whole(j):
+            return _field("n", f"n{j}") if replaced[j] else fn("concat", _field("acc", f"f{j}"), _field("n", f"n{j}"))
+
+        def delta(j):
+            return fn("array_except", _field("n", f"n{j}"), _field("acc", f"f{j}")) if replaced[j] else \
+                _field("n", f"n{j}")
         grown = fn("named_struct", *[x for j in range(len(names)) for x in (
-            exp.Literal.string(f"f{j}"), fn("concat", _field("acc", f"f{j}"), _field("n", f"n{j}")),
-            exp.Literal.string(f"d{j}"), _field("n", f"n{j}"))],
+            exp.Literal.string(f"f{j}"), whole(j), exp.Literal.string(f"d{j}"), delta(j))],
                    exp.Literal.string("i"), exp.Add(this=_field("acc", "i"), expression=lit(1)))
         step = fn("element_at", fn("transform", fn("array", fn("named_struct", *[x for j in range(len(names)) for x in (
             exp.Literal.string(f"n{j}"), new[j])])), _lambda("n", grown)), lit(1))

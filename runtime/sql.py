@@ -110,6 +110,8 @@ BUILTIN_SQL: dict = {
     "pow": lambda a, t, arr: fn("power", a[0], a[1]),
     "floor": lambda a, t, arr: fn("floor", a[0]),
     "ceil": lambda a, t, arr: fn("ceil", a[0]),
+    "log": lambda a, t, arr: fn("ln", a[0]),
+    "exp": lambda a, t, arr: fn("exp", a[0]),
     "band": lambda a, t, arr: exp.BitwiseAnd(this=a[0], expression=a[1]),
     "bor": lambda a, t, arr: exp.BitwiseOr(this=a[0], expression=a[1]),
     "bxor": lambda a, t, arr: exp.BitwiseXor(this=a[0], expression=a[1]),

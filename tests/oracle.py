@@ -317,6 +317,10 @@ def _eval(t, env):
             return ":".join(_text(a) for a in args)
         if name == "abs":
             return abs(args[0])
+        if name == "log":
+            return None if args[0] is None or args[0] <= 0 else math.log(args[0])
+        if name == "exp":
+            return None if args[0] is None else math.exp(args[0])
         if name == "min":
             return min(args)
         if name == "max":
