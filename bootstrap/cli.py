@@ -297,10 +297,13 @@ def cmd_print(args) -> int:
     return 0
 
 
-def compile_file(args, spark=None, program=None, phases=None):
+def compile_file(args, spark=None, program=None, phases=None, measured=()):
     """Parse, check and compile a program file through the lattice (`program`: already
     parsed and checked); store every version. Returns (program, Compilation, [StageDiff]).
-    `phases`: a `runtime.phases.Phases` timing attaching, the stages and the saving."""
+    `phases`: a `runtime.phases.Phases` timing attaching, the stages and the saving.
+    `measured`: statistics of its inputs measured now (`runtime.statistics.measure`);
+    with those `evita analyze` stored, they go into the catalog for the cost-based
+    stages, for relations the program states none for itself (`.plan statistics`)."""
     from contextlib import nullcontext
 
     from evita.catalog.encode import encode
@@ -314,6 +317,7 @@ def compile_file(args, spark=None, program=None, phases=None):
 
     program = program or parse_and_check(args.program)
     rows = encode(program)
+    _add_statistics(rows, program.name, measured, getattr(args, "warehouse", None))
     with phase("attach the catalog"):
         spark = session(args) if spark is None else _attached(spark)
     choose = {}
@@ -338,6 +342,15 @@ def compile_file(args, spark=None, program=None, phases=None):
 
         store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     return program, comp, diffs
+
+
+def _add_statistics(rows, program_id: str, measured, warehouse) -> None:
+    from evita.runtime import statistics
+
+    stated = {r[1] for r in rows["statistic"]}
+    rows["statistic"] += [r for r in statistics.catalog_rows(program_id, statistics.merged(program_id, list(measured),
+                                                                                          warehouse))
+                          if r[1] not in stated]
 
 
 class CompileFailed(UserError):

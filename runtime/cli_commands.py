@@ -1,8 +1,10 @@
-"""`evita plan` and `evita run`: the runtime's commands, registered by `bootstrap/cli.py`.
+"""`evita plan`, `evita run` and `evita analyze`: the runtime's commands, registered by
+`bootstrap/cli.py`.
 
     evita plan PROGRAM [--json]
     evita run PROGRAM [--input REL=PATH ...] [-F DIR] [-D DIR] [--output DIR]
                       [--format csv|parquet] [--master M] [--stats] [--max-iterations N]
+    evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
 
 The program is parsed and checked before Spark starts, so a bad program fails fast.
 What `run` shows: the `.output` relations if the program has any, else the answers to
@@ -45,14 +47,26 @@ def add_arguments(subparsers, common=None) -> None:
                         "no fixpoints inside tasks or on the driver (for comparison)")
     c.set_defaults(func=cmd_run)
 
+    c = subparsers.add_parser("analyze", parents=parents[:-1],
+                              help="measure a program's inputs and keep their statistics for later compiles")
+    c.add_argument("program", help="program file (.olg or .dl)")
+    c.add_argument("--input", action="append", default=[], metavar="REL=PATH",
+                   help="read relation REL from a CSV, TSV (.tsv/.facts) or Parquet file; repeatable")
+    c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
+                   help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
+    if common is None:
+        c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+        c.add_argument("--warehouse", help="catalog warehouse directory")
+    c.set_defaults(func=cmd_analyze)
 
-def compiled(args, program=None, phases=None):
+
+def compiled(args, program=None, phases=None, measured=()):
     """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
     Parsing and checking happen before Spark starts, so a bad file fails fast."""
     from ..bootstrap.cli import compile_file
     from ..catalog.decode import decode
 
-    program, comp, _ = compile_file(args, program=program, phases=phases)
+    program, comp, _ = compile_file(args, program=program, phases=phases, measured=measured)
     return decode(comp.final, program.name)
 
 
@@ -69,14 +83,14 @@ def cmd_run(args) -> int:
 
     from ..bootstrap.activity import doing
     from ..bootstrap.cli import parse_and_check, report_warning
-    from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
     from .inputs import not_given, resolve_inputs
-    from .io import gather_inputs, write_outputs
+    from .io import Inputs, gather_inputs, write_outputs
     from .phases import Phases
     from .session import spark_session
+    from .statistics import measure
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     phases = Phases()
@@ -89,16 +103,19 @@ def cmd_run(args) -> int:
         report_warning(warning)
     with phases.phase("start Spark (JVM)"):
         phases.spark = spark_session(master=getattr(args, "master", None))
-    final = compiled(args, program, phases)  # attaches the catalog to the session started above
+    spark = phases.spark
+    # The inputs are read and measured before the stages run: the cost-based stages
+    # order joins by their statistics. Their schemas are the program's declarations.
+    with doing("the reading of the inputs"), phases.phase("read inputs"):
+        inputs = gather_inputs(spark, plan(program), files=files, lenient=args.lenient)
+    with doing("the measuring of the inputs"), phases.phase("measure inputs"):
+        measured = measure(dict(inputs))
+    final = compiled(args, program, phases, measured)  # attaches the catalog to the session started above
     with phases.phase("plan"):
         dataflow = plan(final)
-    spark = phases.spark
-    try:
-        with doing("the reading of the inputs"), phases.phase("read inputs"):
-            inputs = gather_inputs(spark, dataflow, files=files, lenient=args.lenient)
-    except EvitaError as e:
-        e.outcome = "the program was compiled (and is in the catalog) but did not run."
-        raise
+    skipped = inputs.skipped
+    inputs = Inputs({rel: df for rel, df in inputs.items() if rel in dataflow.relations})  # the stages may drop some
+    inputs.skipped = skipped
     for rel, n in sorted(inputs.skipped.items()):
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     with phases.phase("fixpoint"):
@@ -127,6 +144,54 @@ def cmd_run(args) -> int:
             console.print(f"input {rel}: {n} rows skipped (--lenient)")
         console.print(phases.text())
     return 0
+
+
+def cmd_analyze(args) -> int:
+    """Like SQL's ANALYZE TABLE: the statistics of the inputs, stored in the warehouse
+    (`statistics/PROGRAM.json`) for later `evita compile`, `plan`, `explain` and `run`
+    (which measures what it reads itself, and uses these for the rest)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..bootstrap.activity import doing
+    from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.planner import plan
+    from .inputs import not_given, resolve_inputs
+    from .io import gather_inputs
+    from .session import spark_session
+    from .statistics import DISTINCT_RSD, measure, store
+
+    program = parse_and_check(args.program)
+    files = resolve_inputs(program, args.input, args.facts_dir)
+    for warning in not_given(program, files):
+        report_warning(warning)
+    if not files:
+        print(f"{args.program}: no inputs to measure: give -F DIR or --input REL=PATH", file=sys.stderr)
+        return 1
+    spark = spark_session(master=getattr(args, "master", None))
+    with doing("the reading of the inputs"):
+        inputs = gather_inputs(spark, plan(program), files=files)
+    with doing("the measuring of the inputs"):
+        measured = measure(dict(inputs))
+    path = store(program.name, measured, getattr(args, "warehouse", None))
+    t = Table(title=f"{program.name}: statistics of {len(inputs)} input relation{'s' if len(inputs) != 1 else ''}")
+    for col in ("relation", "column", "rows", "distinct", "min", "max", "nulls"):
+        t.add_column(col, justify="left" if col in ("relation", "column") else "right")
+    by = {(rel, col, metric): v for rel, col, metric, v in measured}
+    for rel in sorted(inputs):
+        t.add_row(rel, "", _num(by.get((rel, None, "cardinality"))), "", "", "", "")
+        for c in range(len(inputs[rel].columns)):
+            t.add_row("", str(c), "", *[_num(by.get((rel, c, m))) for m in ("distinct", "min", "max", "nulls")])
+    Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(t)
+    print(f"distinct counts are estimates (HyperLogLog++, relative standard deviation {DISTINCT_RSD:.0%}); "
+          f"kept in {path} for later compiles of {program.name}")
+    return 0
+
+
+def _num(v) -> str:
+    if v is None:
+        return ""
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
 
 
 def shown_relations(dataflow) -> list:
