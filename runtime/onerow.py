@@ -244,32 +244,62 @@ def combine(s: Storage, parts: list) -> exp.Expression:
     if s.aggregates:
         aggs = {a.column: a.func for a in s.aggregates}
         groups = list(s.group_columns)
-
-        def agg_struct(members):
-            return _struct([_field("g", f"c{i}") if i not in aggs else
-                            _aggregate(aggs[i], fn("transform", members, _lambda("t", _field("t", f"c{i}"))))
-                            for i in range(s.arity)])
         if not groups:  # grouped on a constant: no valuations give no tuple
             return exp.If(this=exp.EQ(this=fn("size", union), expression=lit(0)), true=fn("array"),
                           false=fn("array", _struct([_aggregate(aggs[i], fn("transform", union, _lambda(
                               "t", _field("t", f"c{i}")))) for i in range(s.arity)])))
-        keys = fn("array_distinct", fn("transform", union, _lambda("t", _struct_of("t", groups))))
-        same = exp.NullSafeEQ(this=_struct_of("t", groups), expression=exp.column("g"))
-        members = fn("filter", union, _lambda("t", same))
-        values = [_aggregate(aggs[i], fn("transform", members, _lambda("t", _field("t", f"c{i}"))))
-                  if i in aggs else _field("g", f"k{i}") for i in range(s.arity)]
-        return fn("transform", keys, _lambda("g", _struct(values)))
+
+        def aggregated(members, key):
+            return _struct([_aggregate(aggs[i], fn("transform", members, _lambda("t", _field("t", f"c{i}"))))
+                            if i in aggs else exp.Dot(this=exp.Paren(this=key), expression=exp.to_identifier(f"k{i}"))
+                            for i in range(s.arity)])
+        return _grouped(union, groups, aggregated)
     if s.keys is not None:
         rest = [i for i in range(s.arity) if i not in s.keys]
-        keys = fn("array_distinct", fn("transform", union, _lambda("t", _struct_of("t", s.keys))))
-        same = exp.NullSafeEQ(this=_struct_of("t", s.keys), expression=exp.column("g"))
-        best = fn("array_max", fn("transform", fn("filter", union, _lambda("t", same)),
-                                  _lambda("t", _struct_of("t", rest))))
-        values = [_field("g", f"k{i}") if i in s.keys else exp.Dot(this=exp.Paren(this=best),
-                                                                     expression=exp.to_identifier(f"k{i}"))
-                  for i in range(s.arity)]
-        return fn("transform", keys, _lambda("g", _struct(values)))
+
+        def greatest(members, key):
+            best = exp.Paren(this=fn("array_max", fn("transform", members, _lambda("t", _struct_of("t", rest)))))
+            return _struct([exp.Dot(this=exp.Paren(this=key) if i in s.keys else best, expression=exp.to_identifier(
+                f"k{i}")) for i in range(s.arity)])
+        return _grouped(union, list(s.keys), greatest)
     return fn("array_distinct", union)
+
+
+def _let(value, var: str, body) -> exp.Expression:
+    """`body` with `var` bound to `value`, computed once (a lambda over a one-element array)."""
+    return fn("element_at", fn("transform", fn("array", value), _lambda(var, body)), lit(1))
+
+
+def _at(array: str, index) -> exp.Expression:
+    return fn("element_at", exp.column(array), index)
+
+
+def _grouped(union, columns: list, make) -> exp.Expression:
+    """`make(members, key)` for each group of `union`'s tuples by `columns` (key: a
+    struct k<col>, ...), in O(n log n): the tuples sorted by key with Spark's own struct
+    order, then cut where the key changes (a filter per key would be O(groups * n))."""
+    tagged = fn("transform", exp.column("grp_u"), _lambda("t", fn("named_struct", exp.Literal.string("k"),
+                                                                  _struct_of("t", columns), exp.Literal.string("t"),
+                                                                  exp.column("t"))))
+
+    def key_at(i):
+        return exp.Dot(this=exp.Paren(this=_at("grp_s", i)), expression=exp.to_identifier("k"))
+    i = exp.column("grp_i")
+    starts = fn("filter", fn("sequence", lit(1), fn("size", exp.column("grp_s"))), _lambda("grp_i", exp.or_(
+        exp.EQ(this=i, expression=lit(1)),
+        exp.Not(this=exp.Paren(this=exp.NullSafeEQ(this=key_at(i), expression=key_at(exp.Sub(this=i, expression=lit(1)))))))))
+    j = exp.column("grp_j")
+    first = _at("grp_b", j)
+    after = exp.If(this=exp.EQ(this=j, expression=fn("size", exp.column("grp_b"))),
+                   true=exp.Add(this=fn("size", exp.column("grp_s")), expression=lit(1)),
+                   false=_at("grp_b", exp.Add(this=j, expression=lit(1))))
+    members = fn("transform", fn("slice", exp.column("grp_s"), first, exp.Sub(this=after, expression=first)),
+                 _lambda("grp_x", exp.Dot(this=exp.column("grp_x"), expression=exp.to_identifier("t"))))
+    groups = fn("transform", fn("sequence", lit(1), fn("size", exp.column("grp_b"))),
+                _lambda("grp_j", make(members, key_at(first))))
+    body = exp.If(this=exp.EQ(this=fn("size", exp.column("grp_u")), expression=lit(0)), true=fn("array"),
+                  false=_let(fn("array_sort", tagged), "grp_s", _let(starts, "grp_b", groups)))
+    return _let(union, "grp_u", body)
 
 
 def _computed_once(e) -> exp.Expression:

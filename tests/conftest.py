@@ -56,9 +56,9 @@ def lattice_order(stage_paths=(), skip=(), only=None, choose=None) -> list:
         out_of_play |= names - set(only) - set(BOOTSTRAP_STAGES)
     before = {s: {a for a, b in lattice.facts("precedes") if b == s} for s in names}
     order, passed = ["parse"], {"parse"} | out_of_play
-    while True:
-        ready = sorted(s for s in names - passed if before[s] <= passed)
-        if not ready or ready[0] == "planner":
+    while True:  # the planner comes last, whatever precedes/2 facts say
+        ready = sorted(s for s in names - passed - {"planner"} if before[s] <= passed)
+        if not ready:
             return order
         order.append(ready[0])
         passed.add(ready[0])

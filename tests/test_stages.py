@@ -126,20 +126,20 @@ def test_apply_deletes_by_pattern_then_inserts_with_key_replacement():
 
 
 def test_a_fact_chooses_between_alternative_stages(spark, tmp_path):
-    # Two interchangeable stages (think System R and Cascades): a default/2 fact picks one,
+    # Two interchangeable stages (as System R and Cascades are in group join_order): a default/2 fact picks one,
     # --choose overrides it; the other counts as passed.
     for name in ("order_a", "order_b"):
         (tmp_path / f"{name}.dl").write_text(
-            f'stage("{name}").\nalternative("join_order", "{name}").\n'
+            f'stage("{name}").\nalternative("toy_order", "{name}").\n'
             f'precedes("delta", "{name}").\nprecedes("{name}", "planner").\n'
             f'o1 noted(P) :- programEvent(P).\n')
     (tmp_path / "order_a.dl").write_text((tmp_path / "order_a.dl").read_text() +
-                                         'default("join_order", "order_a").\n')
+                                         'default("toy_order", "order_a").\n')
     rows = encode(parse_file(EXAMPLES / "tc.dl"))
     skip = ["magic_sets"]  # not what this test is about
     default = compile_program(spark, rows, "tc", stage_paths=[tmp_path], skip=skip).stages_run
     assert "order_a" in default and "order_b" not in default
     assert default == lattice_order([tmp_path], skip=skip)
-    chosen = compile_program(spark, rows, "tc", stage_paths=[tmp_path], skip=skip, choose={"join_order": "order_b"})
+    chosen = compile_program(spark, rows, "tc", stage_paths=[tmp_path], skip=skip, choose={"toy_order": "order_b"})
     assert "order_b" in chosen.stages_run and "order_a" not in chosen.stages_run
-    assert chosen.stages_run == lattice_order([tmp_path], skip=skip, choose={"join_order": "order_b"})
+    assert chosen.stages_run == lattice_order([tmp_path], skip=skip, choose={"toy_order": "order_b"})
