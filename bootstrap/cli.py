@@ -478,6 +478,8 @@ def _stage_graphs(args, program, comp, shown) -> list:
 
 
 def _print_graph(g) -> None:
+    if g.stage != "magic_sets":
+        return _print_plain_graph(g)
     kinds = {i: kind for i, _, kind in g.nodes}
     t = RichTable(title=f"{g.stage}: goals (relations the queries reach) and their binding patterns")
     for col in ("goal", "treatment", "derived by", "called from"):
@@ -488,6 +490,24 @@ def _print_graph(g) -> None:
         by = ", ".join(g.label(b) for a, b, _ in g.edges if a == node_id)
         called = ", ".join(f"{g.label(a)} @{lab}" for a, b, lab in g.edges if b == node_id and kinds.get(a) in ("rule", "query"))
         t.add_row(_escape(label), kind, _escape(by), _escape(called))
+    out.print(t)
+
+
+def _print_plain_graph(g) -> None:
+    """A stage's explain view as it comes: its rule nodes as lines, the others as a
+    table with the edges leaving each (the join-order stages: the plan lattice)."""
+    for _, label, kind in g.nodes:
+        if kind in ("rule", "kept"):
+            out.print(f"  {_escape(label)}")
+    rest = [(i, label, kind) for i, label, kind in g.nodes if kind not in ("rule", "kept")]
+    if not rest:
+        return
+    t = RichTable(title=f"{g.stage}: explain view (evita explain --dot FILE draws it)")
+    for col in ("node", "kind", "edges out"):
+        t.add_column(col)
+    for node_id, label, kind in rest:
+        t.add_row(_escape(label), kind, _escape(", ".join(f"{lab} -> {g.label(b)}" for a, b, lab in g.edges
+                                                          if a == node_id)))
     out.print(t)
 
 

@@ -124,6 +124,8 @@ DOT_STYLE = {
     "kept": 'style=filled, fillcolor="#e0e0e0"',
     "base": 'shape=cylinder',
     "free": '',
+    "set": '',  # join order: a set of atoms costed
+    "chosen": 'style="bold,filled", fillcolor="#c8e6c9"',  # on the chosen order
 }
 
 
