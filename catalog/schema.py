@@ -277,11 +277,13 @@ TABLES = (
         ("before", STRING, "stage name"),
         ("after", STRING, "stage name"),
     ], ["before", "after"]),
-    _t("statistic", "Statistics for cost-based stages: one metric of a relation or column.", [
+    _t("statistic", "Statistics for cost-based stages: one metric of a relation or column. Filled from inputs "
+       "measured by evita run and evita analyze, from facts by stages/stats.dl, and from .plan statistics.", [
         ("program", STRING, "program id"),
         ("relation", STRING, "relation name"),
         ("col", INT, "column position, or null for the whole relation"),
-        ("metric", STRING, "cardinality, distinct, min, max, ..."),
+        ("metric", STRING, "cardinality (rows, col null), distinct (HyperLogLog++ for measured inputs), min, max "
+                            "(numbers only), nulls"),
         ("value", DOUBLE, "the measurement"),
     ], ["program", "relation", "col", "metric"]),
 )

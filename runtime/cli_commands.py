@@ -83,6 +83,7 @@ def cmd_run(args) -> int:
 
     from ..bootstrap.activity import doing
     from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
@@ -106,8 +107,12 @@ def cmd_run(args) -> int:
     spark = phases.spark
     # The inputs are read and measured before the stages run: the cost-based stages
     # order joins by their statistics. Their schemas are the program's declarations.
-    with doing("the reading of the inputs"), phases.phase("read inputs"):
-        inputs = gather_inputs(spark, plan(program), files=files, lenient=args.lenient)
+    try:
+        with doing("the reading of the inputs"), phases.phase("read inputs"):
+            inputs = gather_inputs(spark, plan(program), files=files, lenient=args.lenient)
+    except EvitaError as e:
+        e.outcome = "the program did not run; nothing was written to the catalog."
+        raise
     with doing("the measuring of the inputs"), phases.phase("measure inputs"):
         measured = measure(dict(inputs))
     final = compiled(args, program, phases, measured)  # attaches the catalog to the session started above

@@ -40,9 +40,12 @@ def measure(frames: dict) -> list:
             if field.dataType.simpleString() in _NUMERIC:
                 cols += [F.min(col).cast("double").alias(f"r{k}_lo{c}"), F.max(col).cast("double").alias(f"r{k}_hi{c}")]
                 wanted += [(rel, c, "min", f"r{k}_lo{c}"), (rel, c, "max", f"r{k}_hi{c}")]
-        parts.append(df.agg(*cols))
-    row = reduce(lambda a, b: a.crossJoin(b), parts).collect()[0]
-    return [(rel, col, metric, float(row[name])) for rel, col, metric, name in wanted if row[name] is not None]
+        parts.append(df.agg(F.to_json(F.struct(*cols)).alias("measured")))
+    # One row of JSON per relation, unioned: one job (a cross join would broadcast each).
+    row = {}
+    for r in reduce(lambda a, b: a.unionAll(b), parts).collect():
+        row.update(json.loads(r["measured"]))
+    return [(rel, col, metric, float(row[name])) for rel, col, metric, name in wanted if row.get(name) is not None]
 
 
 def catalog_rows(program_id: str, measured: list) -> list:
