@@ -4,14 +4,14 @@
     .venv/bin/python bench/join_order.py --only chain4 --skip-search
 
 Workloads, whose data realizes the statistics the stages measure (fixed, no randomness):
-  golden1  q(A, E) :- r1(A, B), r3(C, D), r2(B, C), r4(D, E).   r_i = {(x, x) | x < 3,000}:
-           the cross product r1 x r3 (9M rows) written second (research note, golden 1)
+  golden1  q(A, E) :- r1(A, B), r3(C, D), r2(B, C), r4(D, E).   r_i = {(x, x) | x < 10,000}:
+           the cross product r1 x r3 (10^8 rows) written second (research note, golden 1)
   golden2  q(A, C) :- r1(A, B), r2(B, C), r3(A, C).   r1 = {(a, a % 10)}, r2 = {(c % 10, c)},
-           r3 = {(a, a)}, a < 3,000, c < 30,000: r1 join r2 makes 9M rows (golden 2, x3)
-  chain4   a 4-way chain written from its big end: h1 join h2 makes 5M rows, the small end
-           (s3, s4) keeps 100
-  star6    a 6-way star written with its selective dimension last: f1 ... f5 fan out 5 each
-           per key, d keeps 10 of 4,000 keys
+           r3 = {(a, a)}, a < 10,000, c < 100,000: r1 join r2 makes 10^8 rows (golden 2, x10)
+  chain4   a 4-way chain written from its big end: h1 join h2 (10^6 rows each) makes 4 * 10^8
+           rows, the small end (s3, s4) keeps 100
+  star6    a 6-way star written with its selective dimension last: f1 ... f5 fan out 7 each
+           per key (6.7 * 10^7 rows after f5), d keeps 10 of 4,000 keys
 
 Contenders, in one run and one SparkSession, inputs cached:
   written    the order as written (`--skip system_r`); Spark's rule-based ReorderJoin on (it
@@ -20,7 +20,9 @@ Contenders, in one run and one SparkSession, inputs cached:
   system_r   the default compile; cascades: `--choose join_order=cascades`
   spark-cbo  the written SQL with Spark's cost-based reorder (`spark.sql.cbo.enabled`,
              `spark.sql.cbo.joinReorder.enabled`) after `ANALYZE TABLE ... FOR ALL COLUMNS`:
-             the oracle of a good plan (itself a System R dynamic program, bushy allowed)
+             the oracle of a good plan (itself a System R dynamic program, bushy allowed);
+             and "written + spark-cbo": Evita's written order run with the CBO on, the same
+             engine as Evita's contenders with Spark's order
 Reported: seconds to evaluate (median of 3; compiling excluded), the rows out of each join
 in execution order (Spark SQL metrics), and for Evita's orders the rows the stage estimated
 after each atom. Then the search itself: for one rule of n = 2..10 atoms (chain, star,
@@ -47,7 +49,7 @@ WORKLOADS = {
 .input r4
 .output q
 q1 q(A, E) :- r1(A, B), r3(C, D), r2(B, C), r4(D, E).
-""", lambda: {f"r{i}": [(x, x) for x in range(3000)] for i in range(1, 5)},
+""", lambda: {f"r{i}": [(x, x) for x in range(10000)] for i in range(1, 5)},
         "SELECT DISTINCT r1.c0, r4.c1 FROM r1 CROSS JOIN r3 JOIN r2 ON r1.c1 = r2.c0 AND r2.c1 = r3.c0 "
         "JOIN r4 ON r3.c1 = r4.c0"),
     "golden2": ("""
@@ -60,8 +62,8 @@ q1 q(A, E) :- r1(A, B), r3(C, D), r2(B, C), r4(D, E).
 .input r3
 .output q
 q1 q(A, C) :- r1(A, B), r2(B, C), r3(A, C).
-""", lambda: {"r1": [(a, a % 10) for a in range(3000)], "r2": [(c % 10, c) for c in range(30000)],
-              "r3": [(a, a) for a in range(3000)]},
+""", lambda: {"r1": [(a, a % 10) for a in range(10000)], "r2": [(c % 10, c) for c in range(100000)],
+              "r3": [(a, a) for a in range(10000)]},
         "SELECT DISTINCT r1.c0, r2.c1 FROM r1 JOIN r2 ON r1.c1 = r2.c0 JOIN r3 ON r1.c0 = r3.c0 AND r2.c1 = r3.c1"),
     "chain4": ("""
 .decl h1(a: number, b: number)
@@ -75,8 +77,8 @@ q1 q(A, C) :- r1(A, B), r2(B, C), r3(A, C).
 .input s4
 .output q
 q1 q(A, E) :- h1(A, B), h2(B, C), s3(C, D), s4(D, E).
-""", lambda: {"h1": [(a, a % 50000) for a in range(500000)], "h2": [(c % 50000, c) for c in range(500000)],
-              "s3": [(c * 5000, c) for c in range(100)], "s4": [(d, d) for d in range(100)]},
+""", lambda: {"h1": [(a, a % 2500) for a in range(1000000)], "h2": [(c % 2500, c) for c in range(1000000)],
+              "s3": [(c * 10000, c) for c in range(100)], "s4": [(d, d) for d in range(100)]},
         "SELECT DISTINCT h1.c0, s4.c1 FROM h1 JOIN h2 ON h1.c1 = h2.c0 JOIN s3 ON h2.c1 = s3.c0 "
         "JOIN s4 ON s3.c1 = s4.c0"),
     "star6": ("""
@@ -95,7 +97,7 @@ q1 q(A, E) :- h1(A, B), h2(B, C), s3(C, D), s4(D, E).
 .input d
 .output q
 q1 q(X, A, B, C, E, G) :- f1(X, A), f2(X, B), f3(X, C), f4(X, E), f5(X, G), d(X, "keep").
-""", lambda: {**{f"f{i}": [(v % 4000, v) for v in range(20000)] for i in range(1, 6)},
+""", lambda: {**{f"f{i}": [(v % 4000, v) for v in range(28000)] for i in range(1, 6)},
               "d": [(x, "keep" if x % 400 == 0 else "drop") for x in range(4000)]},
         "SELECT DISTINCT f1.c0, f1.c1, f2.c1, f3.c1, f4.c1, f5.c1 FROM f1 JOIN f2 ON f1.c0 = f2.c0 "
         "JOIN f3 ON f1.c0 = f3.c0 JOIN f4 ON f1.c0 = f4.c0 JOIN f5 ON f1.c0 = f5.c0 "
@@ -189,6 +191,8 @@ def bench_workload(spark, name: str) -> list:
                   ("cascades", {"choose": {"join_order": "cascades"}})]
     for label, choices in contenders:
         dataflow, est = compiled(spark, text, frames, **choices)
+        if label == "written":
+            written_flow = dataflow
         secs, joins, n = timed(lambda: evita_run(spark, dataflow, frames))
         results.append((name, label, order_text(dataflow), secs, joins, est, n))
         if label == "written" and name == "golden1":
@@ -204,10 +208,13 @@ def bench_workload(spark, name: str) -> list:
     spark.conf.set("spark.sql.cbo.joinReorder.enabled", "true")
     try:
         secs, joins, n = timed(lambda: spark.sql(sql))
+        results.append((name, "spark-cbo", "(Spark's choice)", secs, joins, [], n))
+        # Spark's reorder of Evita's written plan: the same engine, Spark's order
+        secs, joins, n = timed(lambda: evita_run(spark, written_flow, frames))
+        results.append((name, "written + spark-cbo", "(Spark's choice)", secs, joins, [], n))
     finally:
         spark.conf.unset("spark.sql.cbo.enabled")
         spark.conf.unset("spark.sql.cbo.joinReorder.enabled")
-    results.append((name, "spark-cbo", "(Spark's choice)", secs, joins, [], n))
     for df in frames.values():
         df.unpersist()
     return results
@@ -264,12 +271,12 @@ def main(argv=None) -> int:
     from evita.runtime.session import spark_session
 
     spark = spark_session()
-    print(f"{'workload':<9} {'contender':<24} {'seconds':>8} {'vs written':>10} {'vs cbo':>7}  "
+    print(f"{'workload':<9} {'contender':<24} {'seconds':>8} {'vs written':>10} {'vs cbo*':>7}  "
           f"{'answer':>7}  joins' rows (estimated)   order")
     for name in args.only or list(WORKLOADS):
         rows = bench_workload(spark, name)
         written = next(r[3] for r in rows if r[1] == "written")
-        cbo = next(r[3] for r in rows if r[1] == "spark-cbo")
+        cbo = next(r[3] for r in rows if r[1] == "written + spark-cbo")
         for w, label, order, secs, joins, est, n in rows:
             print(f"{w:<9} {label:<24} {secs:8.2f} {written / secs:9.1f}x {secs / cbo:6.2f}x  {n:7d}  "
                   f"{joins} ({est if est else '-'})   {order}", flush=True)
