@@ -266,14 +266,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=sorted(WORKLOADS))
     ap.add_argument("--skip-search", action="store_true", help="leave out the search-effort table")
+    ap.add_argument("--skip-workloads", action="store_true", help="only the search-effort table")
     ap.add_argument("--max-atoms", type=int, default=10)
+    ap.add_argument("--atoms", type=int, nargs="+", help="only these rule sizes in the search table")
     args = ap.parse_args(argv)
     from evita.runtime.session import spark_session
 
     spark = spark_session()
     print(f"{'workload':<9} {'contender':<24} {'seconds':>8} {'vs written':>10} {'vs cbo*':>7}  "
           f"{'answer':>7}  joins' rows (estimated)   order")
-    for name in args.only or list(WORKLOADS):
+    for name in [] if args.skip_workloads else args.only or list(WORKLOADS):
         rows = bench_workload(spark, name)
         written = next(r[3] for r in rows if r[1] == "written")
         cbo = next(r[3] for r in rows if r[1] == "written + spark-cbo")
@@ -282,7 +284,7 @@ def main(argv=None) -> int:
                   f"{joins} ({est if est else '-'})   {order}", flush=True)
     if not args.skip_search:
         print("\nsearch effort (one rule of n atoms, warm session): seconds and plans costed per stage")
-        search_effort(spark, range(2, args.max_atoms + 1))
+        search_effort(spark, args.atoms or range(2, args.max_atoms + 1))
     return 0
 
 
