@@ -55,7 +55,7 @@ def _costed(t: dict) -> int:
     return sum(1 for r, m, k in t["step"] if (r, m) in best and (wanted is None or (r, m | 1 << k) in wanted))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_cascades_chooses_system_rs_plan_from_no_more_alternatives(spark, seed):
     text = random_rules(seed, rules=8, lo=3, hi=6) + random_rules(100 + seed, rules=1, lo=8, hi=8).replace(
         "t0_", "u_").replace("q0 h0", "q9 h9")
@@ -114,6 +114,10 @@ def test_measured_statistics_order_the_joins_and_keep_the_answers(spark, capsys,
     assert code == 0 and "r2" in out and "1,000" in out
     code, out, _ = run(capsys, "plan", str(program))
     assert code == 0 and "scan r1(A, B) -> join r3(A, C) on A -> join r2(B, C) on B, C" in out, out
+    code, out, _ = run(capsys, "explain", str(program), "--stage", "cascades", "--choose", "join_order=cascades",
+                       "--dot", str(tmp_path / "lattice.dot"))
+    assert code == 0 and "rule1: reordered; written r1, r2, r3; chosen r1, r3 (" in out, out
+    assert "plans costed" in out and "{r1 r3}" in (tmp_path / "lattice.dot").read_text()
 
     code, out, _ = run(capsys, "run", str(program), "-F", str(facts), "-D", str(tmp_path / "out"), "--stats")
     assert code == 0 and "measure inputs" in out, out
