@@ -247,19 +247,20 @@ PLAN_KEYS = {
     "rule": (),  # joinK: the method of the join with the atom at body position K
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
 }
+JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
+DISTRIBUTIONS = ("partitioned", "replicated", "broadcast")
 # `.plan statistics edge(rows=4000, distinct0=2000)`: what the cost-based stages know of a
 # relation's data (catalog table `statistic`), in text so cases and goldens can state it.
+# Key (with the column after it, but for rows) -> metric.
 STATISTIC_KEYS = {"rows": "cardinality", "distinct": "distinct", "min": "min", "max": "max", "nulls": "nulls"}
 
 
 def statistic_key(key: str):
     """`distinct2` -> ('distinct', 2); `rows` -> ('cardinality', None); None if unknown."""
     if key == "rows":
-        return "cardinality", None
+        return STATISTIC_KEYS[key], None
     m = re.fullmatch(r"(distinct|min|max|nulls)([0-9]+)", key)
-    return (m.group(1), int(m.group(2))) if m else None
-JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
-DISTRIBUTIONS = ("partitioned", "replicated", "broadcast")
+    return (STATISTIC_KEYS[m.group(1)], int(m.group(2))) if m else None
 
 
 @dataclass(frozen=True)

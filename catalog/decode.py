@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NOWHERE, NULL, Aggregate, Assign, Atom, BinOp, Call, Column,
-    Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program,
+    STATISTIC_KEYS, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program,
     Query, Rule, Select, Span, UnOp, Var, Wildcard,
 )
 
@@ -225,8 +225,8 @@ def _group(rows: list, key: str, order: str) -> dict:
     return out
 
 
-_METRIC_ORDER = {"cardinality": 0, "distinct": 1, "min": 2, "max": 3, "nulls": 4}
-_METRIC_KEY = {"cardinality": "rows", "distinct": "distinct", "min": "min", "max": "max", "nulls": "nulls"}
+_METRIC_KEY = {metric: key for key, metric in STATISTIC_KEYS.items()}  # in the order they print
+_METRIC_ORDER = {metric: i for i, metric in enumerate(_METRIC_KEY)}
 
 
 def statistics_plans(rows: list) -> list:
