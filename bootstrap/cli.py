@@ -373,6 +373,9 @@ def _kept(spark, program_id: str) -> str:
             f"'{_sql_str(program_id)}' AND status = 'failed'")
 
 
+SKIPPED = "skipped: its trigger (stage::applies) found nothing to do, so it did not run"
+
+
 def _store_compilation(spark, program_id: str, versions: list, diffs: list, failure=None) -> None:
     """One commit: a good compile replaces the program's catalog and history; a failed
     one (`failure`, the StageFailure) is stored apart from them with status 'failed'."""
@@ -382,7 +385,7 @@ def _store_compilation(spark, program_id: str, versions: list, diffs: list, fail
     counts = {d.version: d.counts for d in diffs}
     status = store.FAILED if failure else store.OK
     version_rows = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)), round(v.seconds, 3),
-                     v.actions, status, None) for v in versions]
+                     v.actions, status, SKIPPED if getattr(v, "skipped", False) else None) for v in versions]
     if failure:
         version_rows.append((program_id, versions[-1].number + 1, failure.stage, 0, 0, 0, None, None, status,
                              failure.reason))
@@ -408,7 +411,8 @@ def cmd_compile(args) -> int:
         t.add_column(col, justify="left" if col == "stage" else "right")
     for v in comp.versions:
         a, r, c = counts.get(v.number, (0, 0, 0))
-        t.add_row(str(v.number), v.stage, str(a), str(r), str(c), f"{v.seconds:.2f}", str(v.actions))
+        t.add_row(str(v.number), v.stage + (" (skipped)" if v.skipped else ""), str(a), str(r), str(c),
+                  f"{v.seconds:.2f}", str(v.actions))
     out.print(t)
     out.print(f"Every version is in Spark SQL: SELECT * FROM evita_history.rule WHERE program = '{program.name}'"
               f"   |   evita explain {args.program}")

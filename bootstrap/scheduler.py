@@ -7,10 +7,14 @@ A failing stage leaves the catalog at the version before it.
 
 Spark charges per action, so the lattice's question "what next, once this stage has
 completed?" is evaluated by the stage's own action: its answer depends on which stages
-completed, not on what they derived. Only the first question is asked on its own.
+completed, not on what they derived. Where no stage's action is there to carry it (the
+first question, and after a skipped stage), it is asked in this process on the columnar
+backend, as is a stage's trigger (`stage::applies`): a stage with nothing to do costs
+no Spark job.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -22,8 +26,11 @@ from . import syntax as S
 from .activity import doing
 from .diagnostics import Diagnostic, EvitaError
 from .stage import (
-    BOOTSTRAP_STAGES, StageFailure, StageFile, apply, evaluate, find_stages, package_root,
+    APPLIES, BOOTSTRAP_STAGES, StageFailure, StageFile, apply, evaluate, evaluate_in_process, find_stages,
+    package_root,
 )
+
+_log = logging.getLogger("evita")
 
 
 @dataclass
@@ -35,6 +42,7 @@ class Version:
     actions: int = 0
     next_stage: Optional[str] = None  # the lattice's answer once this stage completed, if asked with it
     timing: dict = field(default_factory=dict)  # stage: (driver s, action s); integrity: s
+    skipped: bool = False  # the stage's trigger found nothing to do: it did not run
 
 
 @dataclass
@@ -88,8 +96,15 @@ class Lattice:
         return out
 
     def next(self, spark, program_id: str, completed, disabled, chosen: dict, evaluator: str = "auto") -> Optional[str]:
-        out = evaluate(spark, self.question(completed, disabled, chosen), CatalogRows(), program_id, ["next"],
-                       origin="stage_lattice", evaluator=evaluator)
+        """The next stage. Asked between stages, where no stage's action carries it: in
+        this process when the columnar backend can (no Spark job), else on Spark."""
+        question = self.question(completed, disabled, chosen)
+        out = None
+        if evaluator == "auto":
+            out = in_process_or_none(question, CatalogRows(), program_id, ["next"], "stage_lattice")
+        if out is None:
+            out = evaluate(spark, question, CatalogRows(), program_id, ["next"], origin="stage_lattice",
+                           evaluator=evaluator)
         self.actions = out.actions
         return self.answer(out.tuples["next"])
 
@@ -111,9 +126,12 @@ class Lattice:
 
 
 def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
-                    choose: Optional[dict] = None, max_iterations: int = 1000, evaluator: str = "auto") -> Compilation:
+                    choose: Optional[dict] = None, max_iterations: int = 1000, evaluator: str = "auto",
+                    triggers: bool = True) -> Compilation:
     """Move one program through the stages the lattice orders. `rows` is its catalog
-    after parsing (version 0). `evaluator`: how catalog programs run (`stage.run_stage`)."""
+    after parsing (version 0). `evaluator`: how catalog programs run (`stage.run_stage`).
+    `triggers`: skip a stage whose trigger finds nothing to do (False runs every stage,
+    for tests that check a skip changes nothing)."""
     stages = find_stages(stage_paths)
     lattice = Lattice(stages)
     known = set(lattice.names)
@@ -138,6 +156,16 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         if stage is None:
             raise StageFailure(name, f"stage_lattice.dl names stage {name}, but no stages/{name}.dl exists",
                                detail="add the file, or pass its directory with --stage-path")
+        asked = time.perf_counter()
+        if triggers and not applies(stage, comp.versions[-1], program_id, evaluator):
+            comp.versions.append(skipped_version(comp.versions[-1], program_id, name, time.perf_counter() - asked))
+            completed.append(name)
+            t = time.perf_counter()
+            with doing("the stage lattice"):
+                name = lattice.next(spark, program_id, completed, sorted(disabled), choose or {}, evaluator)
+            comp.lattice_seconds += time.perf_counter() - t
+            comp.lattice_actions += lattice.actions
+            continue
         question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
             with doing(f"stage {name}"):
@@ -149,6 +177,33 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         completed.append(name)
         name = comp.versions[-1].next_stage
     return comp
+
+
+def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) -> bool:
+    """Whether the stage has work in this catalog: its trigger (`stage::applies` rules)
+    derives a tuple. Asked in this process (`stage.evaluate_in_process`), so a stage
+    with nothing to do costs no Spark job; when the trigger needs Spark, the stage runs
+    and finds out itself."""
+    if stage.trigger is None or evaluator != "auto":
+        return True
+    out = in_process_or_none(stage.trigger, before.rows, program_id, [APPLIES], stage.name)
+    return out is None or bool(out.tuples[APPLIES])
+
+
+def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, wanted, origin: str):
+    from evita.runtime.columnar import Unsupported
+
+    try:
+        return evaluate_in_process(program, rows, program_id, wanted, origin=origin)
+    except Unsupported as e:
+        _log.debug("%s is asked on Spark: %s", origin, e)
+        return None
+
+
+def skipped_version(before: Version, program_id: str, stage: str, seconds: float) -> Version:
+    """The catalog a skipped stage hands on: the one it was given."""
+    rows = mark_stage(CatalogRows({t: list(rs) for t, rs in before.rows.items()}), program_id, stage)
+    return Version(before.number + 1, stage, rows, seconds, 0, None, {"trigger": seconds}, skipped=True)
 
 
 def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int,

@@ -35,7 +35,10 @@ PRIMITIVES = {
     "copy_rule": (("rule", "symbol"), ("to", "symbol"), ("name", "symbol")),
     "copy_term": (("term", "symbol"), ("rule", "symbol"), ("pos", "number")),
     "error": (("at", "symbol"), ("code", "symbol"), ("message", "symbol")),
+    "applies": (("at", "symbol"),),
 }
+# A stage with rules for stage::applies runs only when they derive a tuple: its trigger.
+APPLIES = PRIMITIVE + "applies"
 TRIGGER = "programEvent"
 LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
 BOOTSTRAP_STAGES = ("parse", "planner")
@@ -57,6 +60,37 @@ class StageFile:
     program: S.Program  # the stage's rules, lattice facts removed
     lattice_facts: tuple  # stage/precedes/alternative/default facts the file carries
     origin: str  # "built-in" or the --stage-path directory
+    trigger: Optional[S.Program] = None  # what stage::applies depends on; None: the stage always runs
+
+
+def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
+    """The part of `program` that `relation` depends on: its rules, the rules of the
+    relations they read (negated and aggregated ones too), their facts and declarations.
+    None when no rule derives `relation`."""
+    rules: dict = {}
+    for r in program.rules:
+        rules.setdefault(r.head.relation, []).append(r)
+    if relation not in rules:
+        return None
+    needed, todo = set(), [relation]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        for r in rules.get(name, ()):  # sys::T in a body reads the snapshot, not the stage's edits
+            todo += [lit.relation for lit in r.body if isinstance(lit, S.Atom) and not lit.relation.startswith(SYS)]
+    kept = []
+    for st in program.statements:
+        if isinstance(st, S.Rule):
+            keep = st.head.relation in needed
+        elif isinstance(st, S.Fact):
+            keep = st.atom.relation in needed
+        else:
+            keep = getattr(st, "relation", None) in needed
+        if keep:
+            kept.append(st)
+    return replace(program, statements=tuple(kept))
 
 
 def find_stages(stage_paths=()) -> dict:
@@ -75,8 +109,11 @@ def find_stages(stage_paths=()) -> dict:
         for path in sorted(folder.glob("*.dl")):
             program = check_program(parse_file(path))
             facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
-            rest = tuple(s for s in program.statements if s not in facts)
-            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin)
+            trigger = slice_for(program, APPLIES)
+            # The trigger is asked before the stage runs; the stage itself need not derive it.
+            rest = tuple(s for s in program.statements if s not in facts
+                         and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
+            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger)
     return found
 
 
@@ -263,6 +300,74 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
         derived = scope.collect([(n, result.table(n)) for n in names], one_partition=True)
         result.release()
     return Evaluation(_complete(derived, wanted), result.actions + 1, time.perf_counter() - started, result.stats)
+
+
+def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, wanted, *,
+                        origin: str, max_iterations: int = 1000) -> Evaluation:
+    """A small catalog program evaluated in this process by the columnar backend
+    (`runtime/columnar.run_dataflow`): no Spark job. For the questions the scheduler
+    asks between stages, a stage's trigger and the lattice's next stage, where a job
+    would cost more than the answer. Raises `columnar.Unsupported` when the program
+    needs Spark's SQL semantics: a function the backend lacks, or nulls in a catalog
+    column it reads (SQL joins no null; pandas would); the caller then asks Spark."""
+    from evita.runtime import columnar
+
+    from .planner import plan
+
+    started = time.perf_counter()
+    try:
+        # Planned as written: these programs are small, and their ECA form would cost a
+        # Spark job the first time (`compiled_stages.py`).
+        flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
+    except EvitaError as e:
+        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+    inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
+    for st in flow.strata:
+        for r in st.init_rules + st.delta_rules:
+            for step in r.steps:
+                if step.relation in inputs:
+                    _no_nulls_read(inputs[step.relation], step.args, step.relation)
+    try:
+        tables = columnar.run_dataflow(flow, inputs, max_iterations=max_iterations)
+    except columnar.NoFixpoint:
+        raise columnar.Unsupported("no fixpoint within the limit: Spark reports it") from None
+    except (ValueError, TypeError) as e:  # Spark's SQL semantics decide
+        raise columnar.Unsupported(str(e)) from None
+    derived = {n: set(zip(*(t[c].tolist() for c in t.columns))) if len(t.columns) else set()
+               for n, t in tables.items() if n in _wanted(flow, wanted)}
+    return Evaluation(_complete(derived, wanted), 0, time.perf_counter() - started, [])
+
+
+_DTYPES = {schema.STRING: "object", schema.INT: "int64", schema.BOOL: "bool", schema.DOUBLE: "float64"}
+
+
+def _pandas_snapshot(rows: list, table: str):
+    """A catalog table as columns c0, c1, ...; a column holding nulls keeps Python
+    values (object), so no null becomes a number."""
+    import pandas as pd
+
+    columns = schema.table(table).columns
+    values = list(zip(*rows)) if rows else [()] * len(columns)
+    return pd.DataFrame({f"c{i}": pd.Series(list(vals), dtype="object" if None in vals else _DTYPES[col.type])
+                         for i, (col, vals) in enumerate(zip(columns, values))})
+
+
+def _no_nulls_read(table, args, relation: str) -> None:
+    """Raise Unsupported when an atom would read a null: SQL joins and compares no
+    null, pandas would. Nulls in rows the atom's constants leave out, or in columns it
+    leaves to wildcards, cannot reach an answer."""
+    from evita.runtime import columnar
+
+    mask = None
+    for i, a in enumerate(args):
+        if isinstance(a, S.Const):
+            hit = (table[f"c{i}"] == a.value).to_numpy()
+            mask = hit if mask is None else mask & hit
+    for i, a in enumerate(args):
+        if not isinstance(a, S.Wildcard):
+            column = table[f"c{i}"] if mask is None else table[f"c{i}"][mask]
+            if column.isna().any():
+                raise columnar.Unsupported(f"{relation} column {i} holds nulls")
 
 
 def _now() -> str:

@@ -266,7 +266,8 @@ TABLES = (
         Col("seconds", DOUBLE, "wall time of the stage, integrity checks included", source=True),
         Col("actions", INT, "Spark actions the stage started", source=True),
         ("status", STRING, "'ok': the last good compile; 'failed': the last compile that failed, kept apart"),
-        ("message", STRING, "why the stage failed (its row closes a failed compile); null otherwise"),
+        ("message", STRING, "why the stage failed (its row closes a failed compile), or why it was skipped "
+                            "(its trigger found nothing to do); null otherwise"),
     ], ["program", "status", "version"]),
     _t("stage", "Compiler stages known to the scheduler.", [
         ("name", STRING, "stage name"),

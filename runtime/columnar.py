@@ -164,7 +164,10 @@ def _bind(args, df):
             mask = cond if mask is None else (mask & cond)
     if mask is not None:
         df = df[mask.to_numpy()]
-    return df[list(names.values())].rename(columns={v: k for k, v in names.items()}).reset_index(drop=True)
+    out = df[list(names.values())].rename(columns={v: k for k, v in names.items()}).reset_index(drop=True)
+    # A column that held nulls (a catalog snapshot) keeps Python values; the rows left
+    # hold none, so it takes its values' type and joins typed columns.
+    return out.infer_objects() if any(t == object for t in out.dtypes) else out
 
 
 def evaluate_rule(rule: RulePlan, read: Callable):
@@ -499,3 +502,39 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
         out.iterations.append((time.perf_counter() - t0, sizes))
     out.tables = {n: r.full for n, r in relations.items()}
     return out
+
+
+# ---------------------------------------------------------------- a whole program
+
+def run_dataflow(flow, inputs: dict, *, max_iterations: int = 1000) -> dict:
+    """Every relation of a small program, stratum by stratum, in this process: no Spark
+    job. The scheduler asks the small catalog programs this way (a stage's trigger, the
+    lattice's question) when no Spark action is there to carry them. `inputs`: name ->
+    table of the relations read from outside; facts come from the dataflow. Raises
+    Unsupported when a rule needs Spark's SQL semantics (the caller runs it there) and
+    NoFixpoint at the iteration limit."""
+    from .io import facts_table
+
+    facts: dict = {}
+    for relation, values in flow.facts:
+        facts.setdefault(relation, []).append(values)
+    tables = {}
+    for name, s in flow.relations.items():
+        if s.kind == "deletion":
+            raise Unsupported(f"{name} is a deletion target")
+        parts = [inputs[name]] if name in inputs else []
+        if name in facts:
+            if s.keys is not None:  # a later fact replaces an earlier one: the engine's order
+                raise Unsupported(f"{name} has keyed facts")
+            table = facts_table(facts[name], s)
+            if table is None:
+                raise Unsupported(f"the facts of {name} hold nulls or lists")
+            parts.append(table)
+        if parts or s.stratum is None:
+            tables[name] = combine(s, parts)
+    for st in flow.strata:
+        why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
+        if why:
+            raise Unsupported(why)
+        tables.update(run_stratum(st, flow.relations, tables, max_iterations=max_iterations).tables)
+    return tables

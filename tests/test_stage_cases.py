@@ -425,6 +425,53 @@ def test_same_answers_with_and_without_the_stage(spark, stage, which):
                         f"after the stage:\n{format_program(after)}")
 
 
+# ---------------------------------------------------------------- triggers
+
+TRIGGERED = sorted(name for name, f in STAGES.items() if f.trigger is not None)
+
+
+def trigger_says(stage: str, program: S.Program):
+    """True/False: the stage's trigger, asked in this process as the scheduler asks it;
+    None when it needs Spark (the stage then always runs)."""
+    from evita.bootstrap.scheduler import Version, applies, in_process_or_none
+    from evita.bootstrap.stage import APPLIES
+
+    rows = encode(program)
+    if in_process_or_none(STAGES[stage].trigger, rows, program.name, [APPLIES], stage) is None:
+        return None
+    return applies(STAGES[stage], Version(0, "parse", rows), program.name, "auto")
+
+
+def wide_rule(program: S.Program) -> bool:
+    """Some rule has three positive atoms or more: what the statistics are for."""
+    return any(sum(isinstance(lit, S.Atom) and not lit.negated for lit in r.body) >= 3 for r in program.rules)
+
+
+@pytest.mark.parametrize("stage,which", [p for p in differential_params() if p.values[0] in TRIGGERED])
+def test_a_trigger_that_finds_nothing_means_the_stage_changes_nothing(spark, stage, which):
+    """A skipped stage must be one that would have changed nothing (stats: nothing a
+    join-order stage would read). The stage's run is the differential check's, cached."""
+    before, after, _ = differential_program(spark, stage, which)
+    says = trigger_says(stage, before)
+    if says is not False:
+        return
+    if stage == "stats" and canonical(after) != canonical(before):
+        assert not wide_rule(before), f"stats skips {which}, but a rule there has three positive atoms"
+    else:
+        assert_same_program(canonical(after), canonical(before),
+                            f"{stage}'s trigger found nothing to do in {which}, but the stage changes it")
+
+
+def test_triggers_are_asked_without_spark_on_the_examples():
+    """Every shipped trigger is answered in process on every example (a trigger that
+    falls back to Spark costs the job it was meant to save)."""
+    from evita.bootstrap.parser import parse_file
+
+    needs_spark = [(stage, p.name) for stage in TRIGGERED if STAGES[stage].origin == "built-in"
+                   for p in EXAMPLE_PROGRAMS if trigger_says(stage, parse_file(p)) is None]
+    assert not needs_spark, f"triggers asked on Spark: {needs_spark}"
+
+
 # ---------------------------------------------------------------- the format itself (no Spark)
 
 @pytest.mark.parametrize("path", sorted(CASES.glob("*.dl")), ids=lambda p: p.name)
