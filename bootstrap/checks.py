@@ -17,6 +17,7 @@ from typing import Iterator
 from . import builtins
 from .diagnostics import Diagnostic, EvitaError
 from .fact_types import check_fact_types
+from .types import check_types
 from .syntax import (
     Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
     Program, Query, Rule, Select, Var, Wildcard, term_vars,
@@ -342,4 +343,4 @@ def check_strata(program: Program) -> list:
 
 
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts, check_fact_types, check_plans, check_strata)
+          check_aggregates, check_facts, check_types, check_fact_types, check_plans, check_strata)
