@@ -974,7 +974,7 @@ class _Lowering:
             except FoldError as e:
                 self.error("constant-expression", f"fact {atom.relation}: {e}", a.span, "",
                            "write a value a 64-bit number holds, without dividing by zero")
-                value = None
+                value = Const(None, NULL, a.span)  # reported: the fact goes no further
             args.append(value if value is not None else a)
         return replace(atom, args=tuple(args))
 

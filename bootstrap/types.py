@@ -106,8 +106,14 @@ class TypeSystem:
                         todo.append(u)
         return out
 
-    def is_subtype(self, a: str, b: str) -> bool:
-        return _canonical(b) in self.supertypes(a)
+    def is_subtype(self, a: str, b: str, seen: tuple = ()) -> bool:
+        """Every value of `a` is a value of `b`: `a` reaches `b` upwards, or `a` is a
+        union whose members all are subtypes of `b` (Soufflé's rule)."""
+        if _canonical(b) in self.supertypes(a):
+            return True
+        d = self.decls.get(a)
+        return d is not None and d.kind == "union" and a not in seen and \
+            all(self.is_subtype(m, b, seen + (a,)) for m in d.bases)
 
     def _check_declaration(self, d: TypeDecl):
         for base in d.bases:
