@@ -31,6 +31,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
+from .inline import inline_relations
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
     Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
@@ -70,6 +71,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         raise EvitaError(lowering.diagnostics, source=text)
     if includes:
         statements = _spliced(statements, includes, path, text_as_given, _including)
+    statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
     if lowering.aggregate_helpers and dialect == "souffle":

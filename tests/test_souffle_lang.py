@@ -158,6 +158,40 @@ def test_eqrel_is_three_rules_and_must_be_binary():
         ("eqrel", 1, 1, "eqrel relation same has 1 column")]
 
 
+INLINED = """\
+.decl e(x: number, y: number)
+.decl hop(x: number, z: number) inline
+.decl step(x: number, z: number) inline
+.decl far(x: number, z: number)
+.decl near(x: number, z: number) inline
+.decl counted(x: number, n: number)
+e(1, 2). e(2, 3). e(3, 1). e(3, 4). e(4, 4). e(5, 3).
+hop(x, z) :- e(x, y), e(y, z).
+hop(x, x) :- e(x, _).
+step(x, z) :- e(x, y), z = y + 1.
+r1 far(a, c) :- hop(a, b), hop(b, c).
+r2 far(a, c) :- step(a, c), e(c, _).
+r3 far(a, 7) :- step(a, 5).
+near(x, z) :- e(x, z).
+r4 counted(a, n) :- e(a, _), n = count : { near(a, _) }.
+"""
+
+
+def test_inline_relations_are_substituted_and_mean_the_same():
+    inlined = parse_program(INLINED, "t.dl")
+    computed = parse_program(INLINED.replace(" inline", ""), "t.dl")
+    heads = {r.head.relation for r in inlined.rules}
+    assert not heads & {"step", "hop"}  # substituted everywhere
+    assert "near" in heads  # counted under an aggregate: still computed
+    assert [r.name for r in inlined.rules if r.name.startswith("r1")] == ["r1", "r1_inl2", "r1_inl3", "r1_inl4"]
+    check_program(inlined)
+    want, got = oracle.evaluate(computed), oracle.evaluate(inlined)
+    assert got["far"] == want["far"] and got["counted"] == want["counted"]
+    assert (1, 1) in got["far"] and (4, 7) in got["far"]
+    again = parse_program(format_program(inlined), "again.dl", inlined.name)  # printing it is a fixpoint
+    assert not diff(encode(inlined), encode(again))
+
+
 # ---------------------------------------------------------------- types
 
 TYPED = """\
@@ -261,7 +295,11 @@ PROGRAM = """\
 .decl same(a: Node, b: Node) eqrel
 .decl num(x: Id)
 .decl bits(x: Id, a: number, o: number, x2: number, l: number, r: number, ru: number, m: number, n: number)
+.decl two(a: Node, b: Node) inline
+.decl far(a: Node, b: Node)
 link("a", "b"). link("b", "c"). link("d", "e").
+two(x, z) :- link(x, y), link(y, z).
+r3 far(x, z) :- two(x, z).
 num(0x1F). num(0b101). num(-7). num(2^32-5). num(-(2^31)). num(0).
 r1 same(x, y) :- link(x, y).
 r2 bits(x, a, o, x2, l, r, ru, m, n) :- num(x),
@@ -280,8 +318,9 @@ def test_eqrel_and_functors_on_spark_agree_with_the_oracle(spark, backend):
     expected = oracle.evaluate(program)
     result = run(plan(program), spark, local=backend == "small")
     assert {s.mode for s in result.stats} == {backend}
-    got = result.tuples(["same", "bits"])
+    got = result.tuples(["same", "bits", "far"])
     assert got["same"] == expected["same"]
+    assert got["far"] == expected["far"] == {("a", "c")}
     assert len(got["same"]) == 9 + 4  # {a, b, c} squared, {d, e} squared
     assert got["bits"] == expected["bits"]
     assert (-7, -7 & 15, -7, -7 ^ 3, 1, -4, ((-7) % (1 << 64)) >> 60, -1, (~-7) << 2) in got["bits"]
