@@ -290,6 +290,18 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
                                  "facts hold constants only; write a rule to compute values")
 
 
+def check_numbers(program: Program) -> Iterator[Diagnostic]:
+    """Whole numbers are 64-bit on Spark: a literal beyond that would fail there, far
+    from the text that wrote it."""
+    from .folding import INT64_MAX, INT64_MIN
+
+    for term, _ in _terms_of(program):
+        for c in _walk(term):
+            if isinstance(c, Const) and c.type == "int" and not INT64_MIN <= c.value <= INT64_MAX:
+                yield Diagnostic("number-range", f"{c.value} is out of the range of a 64-bit number", c.span,
+                                 str(c.value), f"numbers are 64-bit: from {INT64_MIN} to {INT64_MAX}")
+
+
 def check_plans(program: Program) -> Iterator[Diagnostic]:
     """`.plan` statements name a known relation or rule and known decisions."""
     import re
@@ -343,4 +355,4 @@ def check_strata(program: Program) -> list:
 
 
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts, check_types, check_fact_types, check_plans, check_strata)
+          check_aggregates, check_facts, check_numbers, check_types, check_fact_types, check_plans, check_strata)

@@ -196,7 +196,7 @@ def _unsupported_region(text: str, offset: int):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
-    if rest.startswith("-domain") and text[:offset].endswith("choice"):
+    if rest.startswith("-domain") and text[:offset].endswith("choice") and ".decl" in text[:offset]:
         return text.rfind(".decl", 0, offset), offset + len(rest.split("\n", 1)[0])
     return None
 
@@ -219,7 +219,7 @@ def _past_groups(text: str, offset: int) -> int:
                 after = re.match(r"\s*(\|\s*\w+\s*)?", text[i + 1:])
                 if not after.group(1):
                     return i + 1
-                i += after.end()
+                i += 1 + after.end()
                 continue
         i += 1
     return len(text) if seen else offset + 1

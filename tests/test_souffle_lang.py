@@ -73,6 +73,11 @@ def test_a_constant_expression_without_a_value_is_positioned(text, message):
     assert errors(text) == [("constant-expression", 1, 3, message)]
 
 
+def test_a_literal_beyond_64_bits_is_positioned():
+    assert errors("r(x) :- q(x), x != 0x1FFFFFFFFFFFFFFFF.\nq(-9223372036854775808).") == [
+        ("number-range", 1, 20, "36893488147419103231 is out of the range of a 64-bit number")]
+
+
 def test_a_fact_with_a_variable_is_still_not_ground():
     assert codes("r(x + 1).") == ["non-ground-fact"]
 
