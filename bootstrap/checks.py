@@ -347,6 +347,19 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
                     yield bad(f"rule {p.name} has no atom at body position {pos}", "count body terms from 1")
 
 
+def qualifier_notes(program: Program) -> list:
+    """Notes (`--verbose`) on the `.decl` qualifiers that are hints without effect here."""
+    out = []
+    for d in program.of(Declaration):
+        hints = [q for q in d.qualifiers if q != "inline"]
+        if hints:
+            out.append(Diagnostic("qualifier", f"{d.relation}: {', '.join(hints)} accepted as "
+                                  f"{'hints' if len(hints) > 1 else 'a hint'} without effect", d.span,
+                                  d.relation, "Evita chooses storage and magic sets itself (docs/language.md)",
+                                  severity="note"))
+    return out
+
+
 def check_strata(program: Program) -> list:
     """Stratified negation and aggregation, one aggregate shape per relation (`strata.py`)."""
     from . import strata
