@@ -145,6 +145,14 @@ def test_every_qualifier_parses_and_hints_are_kept():
     assert p.facts[0].atom.relation == "input"  # `input(` after a .decl is a fact, not a qualifier
 
 
+def test_verbose_notes_name_the_hints_without_effect():
+    from evita.bootstrap.checks import qualifier_notes
+
+    p = parse_program(".decl e(x: number) btree magic\n.decl f(x: number)\n.decl g(x: number) inline\n", "t.dl")
+    assert [(n.severity, n.span.line, n.message) for n in qualifier_notes(p)] == [
+        ("note", 1, "e: btree, magic accepted as hints without effect")]
+
+
 def test_input_and_output_qualifiers_are_directives():
     p = parse_program(".decl e(x: number) input\n.decl f(x: number) output\n.output f\n", "t.dl")
     assert [(d.direction, d.relation) for d in p.of(S.IODirective)] == [("input", "e"), ("output", "f")]
@@ -248,6 +256,9 @@ def test_a_typed_program_checks_round_trips_and_plans_with_primitives():
     # ... and of a fact
     (".type Id <: number\n.decl e(a: Id)\ne(\"one\").\n",
      ("fact-type", 3, 3, "column 1 (a) of e is Id, but \"one\" is a symbol")),
+    # a negative constant in an unsigned column
+    (".decl e(a: unsigned)\n.decl n(a: unsigned)\nr1 n(x) :- e(x), e(-1).\n",
+     ("type-mismatch", 3, 20, "rule r1: -1 is a whole number, but e (column 1, type unsigned) holds an unsigned number")),
     # a comparison of a symbol with a number
     (".decl e(a: number)\n.decl n(a: number)\nr1 n(x) :- e(x), x = \"a\".\n",
      ("type-mismatch", 3, 18, "rule r1: the condition compares a number with a symbol")),
