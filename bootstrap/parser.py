@@ -282,10 +282,13 @@ _WORDS = {
 }
 _STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PLAN", "TYPE", "OLD_TYPE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
-              "MINUS", "STAR", "SLASH", "PERCENT", "CARET"}
+              "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
+              "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
 _COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
-_TERM_START = {"NAME", "INT", "FLOAT", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG"}
-_NOISE = {"AGG_COUNT", "AGG_FN", "FLOAT"}  # implied by the words we print for their neighbours
+_NUMBERS = {"INT", "FLOAT", "HEX_INT", "BIN_INT", "UNSIGNED_INT", "IPV4"}
+_TERM_START = {"NAME", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG", "BNOT", "LNOT"} | _NUMBERS
+# implied by the words we print for their neighbours ("a number" stands for every notation)
+_NOISE = {"AGG_COUNT", "AGG_FN"} | (_NUMBERS - {"INT"})
 
 
 def _found(token: Token) -> str:
@@ -293,7 +296,7 @@ def _found(token: Token) -> str:
         return "end of file"
     if token.type == "NAME":
         return f"name '{token.value}'"
-    if token.type in ("INT", "FLOAT"):
+    if token.type in _NUMBERS:
         return f"number {token.value}"
     if token.type == "STRING":
         return f"string {token.value}"
@@ -416,7 +419,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
                           f"with {found})", after_previous, "", "every rule and fact ends with '.'")
     span = Span(path, tok.line, tok.column, tok.end_line or 0, tok.end_column or 0)
     hint = ""
-    if tok.type in ("NAME", "INT", "FLOAT") and before.endswith('"') and not text[offset - 1].isspace():
+    if (tok.type == "NAME" or tok.type in _NUMBERS) and before.endswith('"') and not text[offset - 1].isspace():
         hint = "a string seems to end early: is a closing '\"' missing, or a '\"' inside it not written \\\"?"
     elif tok.type == "_DOT" and before.endswith(":-"):
         hint = "a rule body needs at least one literal after ':-'"
@@ -443,7 +446,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
         hint = "rules write ':-' between head and body"
     elif tok.type == "AT" and "_IF" in expected:
         hint = "a head has at most one time suffix: @next or @async"
-    elif tok.type in ("NAME", "STRING", "INT", "FLOAT") and "_COMMA" in expected:
+    elif (tok.type in ("NAME", "STRING") or tok.type in _NUMBERS) and "_COMMA" in expected:
         hint = "separate arguments and literals with ','"
     elif tok.type == "_RBRACE" and "_RBRACE" not in expected:
         hint = "this '}' has no matching '{'"
