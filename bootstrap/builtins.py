@@ -65,9 +65,17 @@ _ALL = [
     Builtin("ceil", 1, 1, "ceil(F)"),
     Builtin("log", 1, 1, "log(F): the natural logarithm (null for F <= 0); products become sums"),
     Builtin("exp", 1, 1, "exp(F): e to the power F"),
-    Builtin("band", 2, 2, "bitwise and"), Builtin("bor", 2, 2, "bitwise or"),
-    Builtin("bxor", 2, 2, "bitwise xor"), Builtin("bnot", 1, 1, "bitwise not"),
-    Builtin("bshl", 2, 2, "shift left"), Builtin("bshr", 2, 2, "shift right"),
+    # Soufflé's bitwise and logical functors, on whole numbers; Soufflé writes them infix
+    # (`x band 1`, `bnot x`), and so may Evita. The shift distance counts modulo 64.
+    Builtin("band", 2, 2, "bitwise and (`x band y`)"), Builtin("bor", 2, 2, "bitwise or (`x bor y`)"),
+    Builtin("bxor", 2, 2, "bitwise xor (`x bxor y`)"), Builtin("bnot", 1, 1, "bitwise not (`bnot x`)"),
+    Builtin("bshl", 2, 2, "shift left (`x bshl n`)"),
+    Builtin("bshr", 2, 2, "arithmetic shift right, keeping the sign (`x bshr n`)"),
+    Builtin("bshru", 2, 2, "logical shift right, filling with zeros (`x bshru n`)"),
+    Builtin("land", 2, 2, "logical and: 1 when both are not 0, else 0 (`x land y`)"),
+    Builtin("lor", 2, 2, "logical or: 1 when either is not 0, else 0 (`x lor y`)"),
+    Builtin("lxor", 2, 2, "logical xor: 1 when exactly one is not 0, else 0 (`x lxor y`)"),
+    Builtin("lnot", 1, 1, "logical not: 1 when 0, else 0 (`lnot x`)"),
     # identity, hashing, time
     Builtin("id", 1, None, "id(A, B, ...): a deterministic Skolem id built from the arguments"),
     Builtin("hash", 1, None, "hash(A, ...): a 64-bit hash of the arguments"),

@@ -17,6 +17,7 @@ from typing import Iterator
 from . import builtins
 from .diagnostics import Diagnostic, EvitaError
 from .fact_types import check_fact_types
+from .types import check_types
 from .syntax import (
     Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
     Program, Query, Rule, Select, Var, Wildcard, term_vars,
@@ -289,6 +290,18 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
                                  "facts hold constants only; write a rule to compute values")
 
 
+def check_numbers(program: Program) -> Iterator[Diagnostic]:
+    """Whole numbers are 64-bit on Spark: a literal beyond that would fail there, far
+    from the text that wrote it."""
+    from .folding import INT64_MAX, INT64_MIN
+
+    for term, _ in _terms_of(program):
+        for c in _walk(term):
+            if isinstance(c, Const) and c.type == "int" and not INT64_MIN <= c.value <= INT64_MAX:
+                yield Diagnostic("number-range", f"{c.value} is out of the range of a 64-bit number", c.span,
+                                 str(c.value), f"numbers are 64-bit: from {INT64_MIN} to {INT64_MAX}")
+
+
 def check_plans(program: Program) -> Iterator[Diagnostic]:
     """`.plan` statements name a known relation or rule and known decisions."""
     import re
@@ -334,6 +347,19 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
                     yield bad(f"rule {p.name} has no atom at body position {pos}", "count body terms from 1")
 
 
+def qualifier_notes(program: Program) -> list:
+    """Notes (`--verbose`) on the `.decl` qualifiers that are hints without effect here."""
+    out = []
+    for d in program.of(Declaration):
+        hints = [q for q in d.qualifiers if q != "inline"]
+        if hints:
+            out.append(Diagnostic("qualifier", f"{d.relation}: {', '.join(hints)} accepted as "
+                                  f"{'hints' if len(hints) > 1 else 'a hint'} without effect", d.span,
+                                  d.relation, "Evita chooses storage and magic sets itself (docs/language.md)",
+                                  severity="note"))
+    return out
+
+
 def check_strata(program: Program) -> list:
     """Stratified negation and aggregation, one aggregate shape per relation (`strata.py`)."""
     from . import strata
@@ -342,4 +368,4 @@ def check_strata(program: Program) -> list:
 
 
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts, check_fact_types, check_plans, check_strata)
+          check_aggregates, check_facts, check_numbers, check_types, check_fact_types, check_plans, check_strata)

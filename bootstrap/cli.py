@@ -172,14 +172,17 @@ def stage_options() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------- commands
 
-def parse_and_check(path: str, name: str | None = None):
+def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     """Read, parse and check a program file (no Spark); a program that computes nothing
-    is reported as a warning, which `run` turns into exit code 1."""
-    from .checks import check_program
+    is reported as a warning, which `run` turns into exit code 1. `verbose` adds notes on
+    what is accepted without effect (storage hints)."""
+    from .checks import check_program, qualifier_notes
     from .parser import parse_file
     from .source import empty_warning
 
     program = check_program(parse_file(path, name))
+    for note in qualifier_notes(program) if verbose else ():
+        _print_diagnostic(note.render(program.text), "cyan")
     warning = empty_warning(program)
     if warning is not None:
         report_warning(warning)
@@ -212,7 +215,7 @@ def session(args):
 def cmd_check(args) -> int:
     from evita.runtime.inputs import check_io_params
 
-    program = parse_and_check(args.program)
+    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     problems = check_io_params(program)
     if problems:
         raise EvitaError(problems, source=program.text, source_file=program.path)
@@ -225,7 +228,7 @@ def cmd_load(args) -> int:
     from evita.catalog.encode import encode
 
     started = time.perf_counter()
-    program = parse_and_check(args.program, args.name)
+    program = parse_and_check(args.program, args.name, getattr(args, "verbose", False))
     rows = encode(program)
     spark = session(args)
     store.save_program(spark, rows)
@@ -315,7 +318,7 @@ def compile_file(args, spark=None, program=None, phases=None, measured=()):
     def phase(name):
         return phases.phase(name) if phases is not None else nullcontext()
 
-    program = program or parse_and_check(args.program)
+    program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     rows = encode(program)
     _add_statistics(rows, program.name, measured, getattr(args, "warehouse", None))
     with phase("attach the catalog"):

@@ -22,6 +22,9 @@ _SHOWN = {INT: "a number", FLOAT: "a float", STRING: "a symbol", "bool": "a bool
 
 
 def check_fact_types(program: Program) -> Iterator[Diagnostic]:
+    from .types import TypeSystem
+
+    types = TypeSystem.of(program)  # a column of a declared type takes the constants of its primitive
     declared = {}
     for d in program.of(Declaration):
         declared.setdefault(d.relation, d)
@@ -30,7 +33,8 @@ def check_fact_types(program: Program) -> Iterator[Diagnostic]:
         if decl is None:
             continue
         for i, (a, col) in enumerate(zip(f.atom.args, decl.columns)):
-            accepts = ACCEPTS.get(col.type)
+            primitive = types.primitive(col.type)
+            accepts = ACCEPTS.get(primitive)
             if not isinstance(a, Const) or accepts is None:
                 continue
             if a.type not in accepts:
@@ -38,7 +42,7 @@ def check_fact_types(program: Program) -> Iterator[Diagnostic]:
                 yield Diagnostic("fact-type", f"column {i + 1} ({col.name}) of {f.atom.relation} is {col.type}, "
                                  f"but {text} is {_SHOWN.get(a.type, a.type)}", a.span if a.span.line else f.span,
                                  text, f"write {article(col.type)} value, or declare the column to match")
-            elif col.type == "unsigned" and a.value < 0:
+            elif primitive == "unsigned" and a.value < 0:
                 yield Diagnostic("fact-type", f"column {i + 1} ({col.name}) of {f.atom.relation} is unsigned, but "
                                  f"{a.value} is negative", a.span if a.span.line else f.span, str(a.value),
                                  "write a whole number of 0 or more")

@@ -30,10 +30,12 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
 from .diagnostics import Diagnostic, EvitaError
+from .folding import FoldError, fold
+from .inline import inline_relations
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
     Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
-    Program, Query, Rule, Select, Span, UnOp, Var, Wildcard, atom_vars, term_vars,
+    Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
 )
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -69,6 +71,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         raise EvitaError(lowering.diagnostics, source=text)
     if includes:
         statements = _spliced(statements, includes, path, text_as_given, _including)
+    statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
     if lowering.aggregate_helpers and dialect == "souffle":
@@ -167,7 +170,8 @@ def _parse_tree(text: str, path: str, start: str):
         except UnexpectedInput as e:
             diagnostics.append(_syntax_diagnostic(e, current, path))
             offset = _error_offset(e, current)
-            region = _statement_region(current, offset) if start == "start" else None
+            region = None if start != "start" else \
+                _unsupported_region(current, offset) or _statement_region(current, offset)
             if region is None:
                 break
             lo, hi = region
@@ -180,6 +184,45 @@ def _parse_tree(text: str, path: str, start: str):
             return tree
         break
     raise EvitaError(diagnostics, source=text)
+
+
+def _unsupported_region(text: str, offset: int):
+    """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
+    record or ADT type), so that its braces do not cause a cascade of errors; else None."""
+    rest = text[offset:]
+    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".printsize", ".limitsize")):
+        if rest.startswith(".comp"):
+            return offset, _past_groups(text, offset)
+        return offset, offset + len(rest.split("\n", 1)[0])
+    if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
+        return text.rfind(".type", 0, offset), _past_groups(text, offset)
+    if rest.startswith("-domain") and text[:offset].endswith("choice") and ".decl" in text[:offset]:
+        return text.rfind(".decl", 0, offset), offset + len(rest.split("\n", 1)[0])
+    return None
+
+
+def _past_groups(text: str, offset: int) -> int:
+    """The end of the bracketed groups from `offset` on: `{ ... }`, then `| B { ... }` ...
+    (an ADT's branches), strings and comments skipped."""
+    depth, i, seen = 0, offset, False
+    while i < len(text):
+        m = _SCAN.match(text, i)
+        if m and m.group()[0] in '"/':
+            i = m.end()
+            continue
+        ch = text[i]
+        if ch in "{[":
+            depth, seen = depth + 1, True
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                after = re.match(r"\s*(\|\s*\w+\s*)?", text[i + 1:])
+                if not after.group(1):
+                    return i + 1
+                i += 1 + after.end()
+                continue
+        i += 1
+    return len(text) if seen else offset + 1
 
 
 def _stopped_note(text: str, path: str, offset: int) -> Diagnostic:
@@ -237,12 +280,15 @@ _WORDS = {
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
-_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT"}
+_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PLAN", "TYPE", "OLD_TYPE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
-              "MINUS", "STAR", "SLASH", "PERCENT", "CARET"}
+              "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
+              "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
 _COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
-_TERM_START = {"NAME", "INT", "FLOAT", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG"}
-_NOISE = {"AGG_COUNT", "AGG_FN", "FLOAT"}  # implied by the words we print for their neighbours
+_NUMBERS = {"INT", "FLOAT", "HEX_INT", "BIN_INT", "UNSIGNED_INT", "IPV4"}
+_TERM_START = {"NAME", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG", "BNOT", "LNOT"} | _NUMBERS
+# implied by the words we print for their neighbours ("a number" stands for every notation)
+_NOISE = {"AGG_COUNT", "AGG_FN"} | (_NUMBERS - {"INT"})
 
 
 def _found(token: Token) -> str:
@@ -250,7 +296,7 @@ def _found(token: Token) -> str:
         return "end of file"
     if token.type == "NAME":
         return f"name '{token.value}'"
-    if token.type in ("INT", "FLOAT"):
+    if token.type in _NUMBERS:
         return f"number {token.value}"
     if token.type == "STRING":
         return f"string {token.value}"
@@ -307,15 +353,30 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     if ch in _QUOTES:
         return Diagnostic("syntax", f"unexpected character {ch!r}", span, ch, _QUOTES[ch])
     directive = re.match(r"\.[A-Za-z_]+", rest)
-    if directive and directive.group() not in (".decl", ".input", ".output"):
+    if directive and directive.group() not in _DIRECTIVES:
         word = directive.group()
-        return Diagnostic("syntax", f"unknown directive {word}", Span(path, line, col, line, col + len(word)),
-                          word, "supported directives: .decl, .input, .output")
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET else f"unknown directive {word}"
+        return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
+                          word, "supported directives: " + ", ".join(_DIRECTIVES))
+    if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
+                                                 text[:offset].rsplit("\n", 1)[-1]):
+        what = "record types" if rest[0] == "[" else "algebraic data types"
+        return Diagnostic("syntax", f"{what} are not supported yet", span, rest[0],
+                          "declare the columns with primitive types or .type NAME <: number/symbol")
+    if rest.startswith("-domain") and text[:offset].endswith("choice"):
+        return Diagnostic("syntax", "choice-domain is not supported yet", Span(path, line, col - 6), "choice-domain",
+                          "drop the choice-domain clause and choose with a rule (e.g. min/max aggregates)")
     if rest.startswith(":") and rest[1:2] in _QUOTES:
         return Diagnostic("syntax", f"unexpected character {rest[1]!r}", Span(path, line, col + 1), rest[1],
                           _QUOTES[rest[1]])
     return None
 
+
+_DIRECTIVES = (".decl", ".input", ".output", ".type", ".number_type", ".symbol_type", ".plan")
+# Soufflé directives Evita knows of but does not run yet.
+_NOT_YET = {".functor": "user-defined functors", ".comp": "components", ".init": "components",
+            ".override": "components", ".pragma": "pragmas", ".printsize": "printing relation sizes",
+            ".limitsize": "size limits"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -358,7 +419,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
                           f"with {found})", after_previous, "", "every rule and fact ends with '.'")
     span = Span(path, tok.line, tok.column, tok.end_line or 0, tok.end_column or 0)
     hint = ""
-    if tok.type in ("NAME", "INT", "FLOAT") and before.endswith('"') and not text[offset - 1].isspace():
+    if (tok.type == "NAME" or tok.type in _NUMBERS) and before.endswith('"') and not text[offset - 1].isspace():
         hint = "a string seems to end early: is a closing '\"' missing, or a '\"' inside it not written \\\"?"
     elif tok.type == "_DOT" and before.endswith(":-"):
         hint = "a rule body needs at least one literal after ':-'"
@@ -385,7 +446,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
         hint = "rules write ':-' between head and body"
     elif tok.type == "AT" and "_IF" in expected:
         hint = "a head has at most one time suffix: @next or @async"
-    elif tok.type in ("NAME", "STRING", "INT", "FLOAT") and "_COMMA" in expected:
+    elif (tok.type in ("NAME", "STRING") or tok.type in _NUMBERS) and "_COMMA" in expected:
         hint = "separate arguments and literals with ','"
     elif tok.type == "_RBRACE" and "_RBRACE" not in expected:
         hint = "this '}' has no matching '{'"
@@ -449,6 +510,12 @@ _DEFINE_TYPES = {"string": "symbol", "integer": "number", "long": "number", "int
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
 
 
+def _int_value(text: str) -> int:
+    """42, 0x1F, 0b101, and any of them with Soufflé's unsigned suffix: 5u."""
+    digits = text[:-1] if text.endswith("u") else text
+    return int(digits, 16 if digits.startswith("0x") else 2 if digits.startswith("0b") else 10)
+
+
 def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
 
@@ -503,7 +570,15 @@ class _Builder(Transformer):
         return Var(tok.value, span)
 
     def int_const(self, meta, ch):
-        return Const(int(ch[0].value), INT, self._tspan(ch[0]))
+        return Const(_int_value(ch[0].value), INT, self._tspan(ch[0]))
+
+    def ipv4_const(self, meta, ch):
+        tok = ch[0]
+        parts = [int(p) for p in tok.value.split(".")]
+        if any(p > 255 for p in parts):
+            self._error("syntax", f"{tok.value} is not an IPv4 address (a part is above 255)", self._tspan(tok),
+                        tok.value, "each of the four parts of an address is 0 to 255")
+        return Const((parts[0] << 24) + (parts[1] << 16) + (parts[2] << 8) + parts[3], INT, self._tspan(tok))
 
     def float_const(self, meta, ch):
         return Const(float(ch[0].value), FLOAT, self._tspan(ch[0]))
@@ -534,6 +609,13 @@ class _Builder(Transformer):
 
     def power(self, meta, ch):
         return Call("pow", (self._term(ch[0]), self._term(ch[2])), self._span(meta))
+
+    def functor_op(self, meta, ch):  # Soufflé's infix functors: `x band 1` is band(x, 1)
+        left, op, right = ch
+        return Call(op.value, (self._term(left), self._term(right)), self._span(meta))
+
+    def functor_unop(self, meta, ch):  # `bnot x`, `lnot x`
+        return Call(ch[0].value, (self._term(ch[1]),), self._span(meta))
 
     def unop(self, meta, ch):
         op, arg = ch[0].value, ch[1]
@@ -698,11 +780,28 @@ class _Builder(Transformer):
         return Declaration(name, columns, keys, "define", self._span(meta))
 
     def column(self, meta, ch):
-        return Column(ch[0].value, ch[2])
+        # The span covers the type name: an unknown type is reported there.
+        name, typ = ch[0].value, ch[2]
+        span = Span(self.path, meta.end_line, meta.end_column - len(typ), meta.end_line, meta.end_column)
+        return Column(name, typ, span)
 
     def decl(self, meta, ch):
-        columns = tuple(c for c in ch[2:] if isinstance(c, Column))
-        return Declaration(ch[1], columns, None, "decl", self._span(meta))
+        """`.decl A, B(x: number) btree`: one Declaration per relation named."""
+        names = [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)]
+        columns = tuple(c for c in ch if isinstance(c, Column))
+        qualifiers = tuple(t.value for t in ch if isinstance(t, Token) and t.type == "QUALIFIER")
+        return [Declaration(n, columns, None, "decl", self._span(meta), qualifiers) for n in names]
+
+    def type_subtype(self, meta, ch):
+        return TypeDecl(ch[1].value, "subtype", (ch[3],), self._span(meta))
+
+    def type_equal(self, meta, ch):
+        bases = tuple(c for c in ch[3:] if not isinstance(c, Token))
+        return TypeDecl(ch[1].value, "union" if len(bases) > 1 else "equivalence", bases, self._span(meta))
+
+    def type_old(self, meta, ch):  # .number_type N / .symbol_type S
+        base = "number" if ch[0].value == ".number_type" else "symbol"
+        return TypeDecl(ch[1].value, "subtype", (base,), self._span(meta))
 
     def param(self, meta, ch):
         key, _, value = ch
@@ -722,7 +821,7 @@ class _Builder(Transformer):
     def component(self, meta, ch):
         name = ch[1].value
         addresses = next((c for c in ch[2:] if isinstance(c, tuple)), ())
-        statements = [c for c in ch[2:] if not isinstance(c, (tuple, Token))]
+        statements = _flatten([c for c in ch[2:] if not isinstance(c, (tuple, Token))])
         return _RawComponent(name, addresses, statements, self._span(meta))
 
     def literal_only(self, meta, ch):
@@ -752,12 +851,14 @@ class _Lowering:
         self.columns: dict = {}  # relation -> column names, or None if declared without names
         self.rule_count = 0
         self.aggregate_helpers: list = []  # (helper rule, grouping var names, result var name)
+        self.directives: set = set()  # (direction, relation) of the .input/.output written
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
 
     # -- driver
     def run(self, items) -> list:
+        items = _flatten(list(items))  # `.decl A, B(...)` is one Declaration per relation
         self._collect_declarations(items)
         out: list = []
         for item in items:
@@ -773,6 +874,8 @@ class _Lowering:
                 self.columns.setdefault(item.relation, names)
             elif isinstance(item, Materialize):
                 self.columns.setdefault(item.relation, None)
+            elif isinstance(item, IODirective):
+                self.directives.add((item.direction, item.relation))
 
     def _statement(self, item, component, out):
         if isinstance(item, _RawComponent):
@@ -784,8 +887,26 @@ class _Lowering:
                 self._statement(s, item.name, out)
         elif isinstance(item, _Clause):
             self._clause(item, component, out)
+        elif isinstance(item, Declaration) and item.qualifiers:
+            self._qualified(item, out)
         else:
             out.append(item)
+
+    # -- qualifiers
+    def _qualified(self, d: Declaration, out):
+        """`input`/`output` become directives (their old spelling); `eqrel` becomes the
+        rules of an equivalence relation; the rest are hints that stay on the declaration."""
+        kept = tuple(q for q in d.qualifiers if q not in _LOWERED_QUALIFIERS)
+        out.append(replace(d, qualifiers=kept))
+        for direction in ("input", "output"):
+            if direction in d.qualifiers and (direction, d.relation) not in self.directives:
+                out.append(IODirective(direction, d.relation, (), d.span))
+        if "eqrel" in d.qualifiers:
+            if len(d.columns) != 2:
+                self.error("eqrel", f"eqrel relation {d.relation} has {len(d.columns)} column{'' if len(d.columns) == 1 else 's'}", d.span,
+                           d.relation, "an equivalence relation is binary: .decl R(a: T, b: T) eqrel")
+            else:
+                out.extend(_equivalence_rules(d))
 
     # -- clauses
     def _clause(self, c: _Clause, component, out):
@@ -801,7 +922,7 @@ class _Lowering:
                     self.error("syntax", f"a fact cannot have a time suffix @{c.time.value}",
                                _tok_span(self.path, c.time), c.time.value,
                                "write a rule with a body to derive facts @next")
-                atom = self._head(c, "a fact")
+                atom = self._folded(self._head(c, "a fact"))
                 self._check_ground(atom)
                 out.append(Fact(atom, component, c.span))
             return
@@ -848,6 +969,19 @@ class _Lowering:
                                "", "write a rule whose head computes the aggregate")
         args = tuple(_eq_to_eqeq(a) for a in head.args)
         return Atom(head.name, args, location, span=head.span)
+
+    def _folded(self, atom: Atom) -> Atom:
+        """A fact's constant expressions (`rel(2^32-5).`) evaluated, as Soufflé does."""
+        args = []
+        for a in atom.args:
+            try:
+                value = fold(a)
+            except FoldError as e:
+                self.error("constant-expression", f"fact {atom.relation}: {e}", a.span, "",
+                           "write a value a 64-bit number holds, without dividing by zero")
+                value = Const(None, NULL, a.span)  # reported: the fact goes no further
+            args.append(value if value is not None else a)
+        return replace(atom, args=tuple(args))
 
     def _check_ground(self, atom: Atom):
         if atom.named and any(isinstance(a, Wildcard) for a in atom.args):
@@ -961,6 +1095,24 @@ class _Lowering:
         self.error("undeclared-relation", f"{rel} is not declared, so its fields cannot be named",
                    atom.span, rel, "declare it with .decl NAME(col: type, ...) or use positional arguments")
         return None
+
+
+_LOWERED_QUALIFIERS = ("eqrel", "input", "output")
+
+
+def _equivalence_rules(d: Declaration) -> list:
+    """Soufflé's `eqrel`: the reflexive, symmetric, transitive closure of what the
+    program derives, as three ordinary rules (so every backend runs it):
+        R(x, x) :- R(x, _).    R(y, x) :- R(x, y).    R(x, z) :- R(x, y), R(y, z).
+    Labelled after the relation; they point at its .decl."""
+    x, y, z = (Var(n, d.span) for n in ("x", "y", "z"))
+    label = "eqrel_" + d.relation.replace("::", "_")
+
+    def atom(*args):
+        return Atom(d.relation, args, span=d.span)
+    return [Rule(f"{label}_reflexive", atom(x, x), (atom(x, Wildcard(d.span)),), span=d.span),
+            Rule(f"{label}_symmetric", atom(y, x), (atom(x, y),), span=d.span),
+            Rule(f"{label}_transitive", atom(x, z), (atom(x, y), atom(y, z)), span=d.span)]
 
 
 def _tok_span(path: str, tok: Token) -> Span:

@@ -31,6 +31,7 @@ from ..runtime.dataflow import (
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
+from .types import TypeSystem
 
 __all__ = ["plan", "plan_catalog", "const_value", "deletion_relation", "DELETION_SUFFIX"]
 
@@ -146,11 +147,13 @@ class _Planner:
                 self.fail("unknown-relation", f".{direction} names {rel}, which no declaration, fact or rule "
                           "mentions", S.NOWHERE, rel, f"declare it: .decl {rel}(...)")
         derived = {r.head.relation for r in rules if not r.delete}
+        type_system = TypeSystem.of(prog)
         out: dict = {}
         for name, n in arity.items():
             d = decl.get(name)
             cols = tuple(c.name for c in d.columns) if d else tuple(f"c{i}" for i in range(n))
-            types = tuple(c.type for c in d.columns) if d else ("any",) * n
+            # The runtime stores primitives: a column of a `.type` holds its primitive's values.
+            types = tuple(type_system.primitive(c.type) for c in d.columns) if d else ("any",) * n
             k = keys.get(name, d.keys if d else None)
             if k is not None and (len(k) == 0 or set(k) == set(range(n))):
                 k = None  # a key over every column is plain set semantics

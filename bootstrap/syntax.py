@@ -198,7 +198,8 @@ class Fact:
 @dataclass(frozen=True)
 class Column:
     name: str
-    type: str  # number unsigned float symbol any ...
+    type: str  # number unsigned float symbol any ..., or a type a `.type` declares
+    span: Span = _span()
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,26 @@ class Declaration:
     columns: tuple
     keys: Optional[tuple] = None
     style: str = "decl"  # "decl" or "define"
+    span: Span = _span()
+    # Soufflé qualifiers as written (`btree`, `brie`, `inline`, ...): storage and
+    # optimization hints, kept so the program prints back whole. `eqrel`, `input` and
+    # `output` are lowered by the parser and do not stay here (docs/language.md).
+    qualifiers: tuple = ()
+
+
+# Soufflé's primitive types; every `.type` reaches exactly one of them.
+PRIMITIVE_TYPES = ("number", "unsigned", "float", "symbol")
+DECL_QUALIFIERS = ("brie", "btree", "btree_delete", "eqrel", "inline", "no_inline", "magic", "no_magic",
+                   "overridable", "printsize", "input", "output")
+
+
+@dataclass(frozen=True)
+class TypeDecl:
+    """Soufflé `.type NAME <: BASE` (kind "subtype"), `.type NAME = BASE` ("equivalence")
+    or `.type NAME = A | B | ...` ("union"). `bases` holds the named types in order."""
+    name: str
+    kind: str
+    bases: tuple
     span: Span = _span()
 
 
@@ -277,7 +298,7 @@ class Component:
     span: Span = _span()
 
 
-Statement = Union[Rule, Fact, Declaration, Materialize, IODirective, Plan, Query, Component]
+Statement = Union[Rule, Fact, Declaration, TypeDecl, Materialize, IODirective, Plan, Query, Component]
 
 
 @dataclass(frozen=True)

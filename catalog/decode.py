@@ -17,7 +17,7 @@ from collections import defaultdict
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NOWHERE, NULL, Aggregate, Assign, Atom, BinOp, Call, Column,
     STATISTIC_KEYS, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program,
-    Query, Rule, Select, Span, UnOp, Var, Wildcard,
+    Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard,
 )
 
 from .rows import CatalogRows
@@ -109,6 +109,10 @@ class _Decoder:
         for r in self.t["component"]:
             addrs = [a["address"] for a in _group(self.t["component_address"], "component", "seq")[r["name"]]]
             stmts.append((r["pos"], 5, r["name"], Component(r["name"], tuple(addrs), self.span(r))))
+        bases = _group(self.t["type_base"], "type", "seq")
+        for r in self.t["type_decl"]:
+            stmts.append((r["pos"], 7, r["name"], TypeDecl(r["name"], r["kind"],
+                                                           tuple(b["base"] for b in bases[r["name"]]), self.span(r))))
         for key, plan in self.plans():
             stmts.append((None, 6, key, plan))
         stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))
@@ -205,8 +209,9 @@ class _Decoder:
             return Materialize(r["name"], number_const(r["lifetime"]), number_const(r["size"]),
                                keys or (), self.span(r))
         cols = _group(self.t["relation_column"], "relation", "pos")[r["id"]]
+        qualifiers = _group(self.t["relation_qualifier"], "relation", "seq")[r["id"]]
         return Declaration(r["name"], tuple(Column(c["name"], c["type"]) for c in cols), keys,
-                           r["style"], self.span(r))
+                           r["style"], self.span(r), tuple(q["qualifier"] for q in qualifiers))
 
     def io(self, r) -> IODirective:
         params = [p for p in self.t["io_param"]

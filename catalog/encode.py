@@ -32,7 +32,7 @@ from evita.bootstrap.diagnostics import Diagnostic, EvitaError
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, Aggregate, Assign, Atom, BinOp, Call, Component, Cond,
     Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan, Program, Query, Rule,
-    Select, UnOp, Var, Wildcard,
+    Select, TypeDecl, UnOp, Var, Wildcard,
 )
 
 from . import schema
@@ -102,6 +102,8 @@ class _Encoder:
                 self.declare(pos, s)
             elif isinstance(s, IODirective):
                 self.io(pos, s)
+            elif isinstance(s, TypeDecl):
+                self.type_decl(pos, s)
             elif isinstance(s, Plan):
                 if s.kind == "relation":
                     self.mention(s.name, None, s.span)
@@ -178,6 +180,8 @@ class _Encoder:
                           reason=plan.get("reason"))
         for i, (cname, ctype) in enumerate(columns or ()):
             self.rows.add("relation_column", program=self.pid, relation=rid, pos=i, name=cname, type=ctype)
+        for seq, q in enumerate(getattr(decl, "qualifiers", ())):
+            self.rows.add("relation_qualifier", program=self.pid, relation=rid, seq=seq, qualifier=q)
         keys = getattr(decl, "keys", None)
         if keys is not None:
             iid = f"{rid}:primary"
@@ -314,6 +318,12 @@ class _Encoder:
         for seq, (key, value) in enumerate(d.params):
             self.rows.add("io_param", program=self.pid, relation=d.relation, direction=d.direction,
                           key=key, value=_text(value), seq=seq)
+
+    def type_decl(self, pos: int, t: TypeDecl) -> None:
+        line, col = _line_col(t.span)
+        self.rows.add("type_decl", program=self.pid, name=t.name, kind=t.kind, pos=pos, line=line, col=col)
+        for seq, base in enumerate(t.bases):
+            self.rows.add("type_base", program=self.pid, type=t.name, seq=seq, base=base)
 
     def component(self, pos: int, c: Component) -> None:
         line, col = _line_col(c.span)

@@ -26,7 +26,7 @@ import math
 from evita.bootstrap.syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, Aggregate, Assign, Atom, BinOp, Call, Component, Cond,
     Const, Declaration, Fact, IODirective, ListExpr, Materialize, Plan, Program, Query, Rule, Select,
-    UnOp, Var, Wildcard,
+    TypeDecl, UnOp, Var, Wildcard,
 )
 
 from . import schema
@@ -196,7 +196,9 @@ def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
         return f"{indent}define({s.relation}, {keys}{{{types}}})."
     if isinstance(s, Declaration):
         cols = ", ".join(f"{c.name}: {c.type}" for c in s.columns)
-        return f"{indent}.decl {s.relation}({cols})"
+        return f"{indent}.decl {s.relation}({cols})" + "".join(" " + q for q in s.qualifiers)
+    if isinstance(s, TypeDecl):
+        return f"{indent}.type {s.name} {'<:' if s.kind == 'subtype' else '='} {' | '.join(s.bases)}"
     if isinstance(s, IODirective):
         params = ", ".join(f"{k}={quote(str(v))}" for k, v in s.params)
         return f"{indent}.{s.direction} {s.relation}" + (f"({params})" if s.params else "")

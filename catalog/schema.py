@@ -118,8 +118,30 @@ TABLES = (
         owned("relation", "relation id", "relation"),
         ("pos", INT, "0-based column position"),
         ("name", STRING, "column name (c0, c1, ... when undeclared)"),
-        ("type", STRING, "number, unsigned, float, symbol or any"),
+        ("type", STRING, "number, unsigned, float, symbol, any, or a type a `.type` declares (table type_decl)"),
     ], ["relation", "pos"]),
+    _t("relation_qualifier", "Soufflé qualifiers written after a `.decl` (btree, brie, inline, magic, ...), "
+       "one row each. Hints: they change no result. The parser lowers `eqrel`, `input` and `output` "
+       "into rules and directives, so they never appear here.", [
+        ("program", STRING, "program id"),
+        owned("relation", "relation id", "relation"),
+        ("seq", INT, "0-based position among the relation's qualifiers"),
+        ("qualifier", STRING, "the qualifier as written"),
+    ], ["relation", "seq"]),
+    _t("type_decl", "Soufflé `.type` declarations: the user's types a column may be declared with.", [
+        ("program", STRING, "program id"),
+        ("name", STRING, "type name"),
+        ("kind", STRING, "'subtype' (`.type A <: B`), 'equivalence' (`.type A = B`) or 'union' "
+                         "(`.type A = B | C`)"),
+        ("pos", INT, "statement ordinal in the program"),
+        _LINE, _COL,
+    ], ["program", "name"], order=["program", "pos"]),
+    _t("type_base", "The types a `.type` declaration names on its right, one row each (several for a union).", [
+        ("program", STRING, "program id"),
+        ("type", STRING, "the declared type's name"),
+        ("seq", INT, "0-based position on the right of the declaration"),
+        ("base", STRING, "a primitive type (number, unsigned, float, symbol) or another declared type"),
+    ], ["program", "type", "seq"]),
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
         ("program", STRING, "program id"),
         ("id", STRING, "index id: relation id + ':primary'"),

@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     phases = Phases()
     with phases.phase("parse and check"):
-        program = parse_and_check(args.program)
+        program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
         return 1
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
@@ -166,7 +166,7 @@ def cmd_analyze(args) -> int:
     from .session import spark_session
     from .statistics import DISTINCT_RSD, measure, store
 
-    program = parse_and_check(args.program)
+    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     files = resolve_inputs(program, args.input, args.facts_dir)
     for warning in not_given(program, files):
         report_warning(warning)

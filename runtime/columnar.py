@@ -51,7 +51,8 @@ from .dataflow import RulePlan, Storage, Stratum, term_text
 SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
-_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list")
+_BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
+_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean"}
 
@@ -245,6 +246,8 @@ def _vector(t, b):
         return _per_row(lambda *items: tuple(items), [_vector(a, b) for a in t.items], len(b))
     if isinstance(t, S.Call) and B.canonical(t.func) in _LIST_CALLS:
         return _per_row(_LIST_FUNCTIONS[B.canonical(t.func)], [_vector(a, b) for a in t.args], len(b))
+    if isinstance(t, S.Call) and B.canonical(t.func) in _BITWISE:
+        return _bitwise(B.canonical(t.func), [_whole(_vector(a, b)) for a in t.args])
     if isinstance(t, S.Call):
         args = [_vector(a, b) for a in t.args]
         if B.canonical(t.func) == "abs":
@@ -265,6 +268,38 @@ def _vector(t, b):
     return {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
             "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
             ">": np.greater, ">=": np.greater_equal}[op](left, right)
+
+
+def _whole(v):
+    """A numpy int64 array or scalar; anything else (floats, text) is the SQL loop's."""
+    import numpy as np
+
+    a = np.asarray(v)
+    if not np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.bool_):
+        raise Unsupported("a bitwise functor on values that are not whole numbers")
+    return a.astype(np.int64)
+
+
+def _bitwise(name: str, args: list):
+    """Soufflé's bitwise and logical functors as Spark computes them: 64-bit two's
+    complement, shift distances modulo 64 (the JVM's rule), logical results 1 and 0."""
+    import numpy as np
+
+    a = args[0]
+    if name == "bnot":
+        return np.invert(a)
+    if name == "lnot":
+        return (a == 0).astype(np.int64)
+    c = args[1]
+    if name in ("bshl", "bshru"):
+        shift = (c & 63).astype(np.uint64)
+        moved = a.astype(np.uint64) << shift if name == "bshl" else a.astype(np.uint64) >> shift
+        return moved.astype(np.int64)
+    return {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor,
+            "bshr": lambda x, y: np.right_shift(x, y & 63),
+            "land": lambda x, y: ((x != 0) & (y != 0)).astype(np.int64),
+            "lor": lambda x, y: ((x != 0) | (y != 0)).astype(np.int64),
+            "lxor": lambda x, y: ((x != 0) != (y != 0)).astype(np.int64)}[name](a, c)
 
 
 # Lists are tuples in object columns. No library has these as vector kernels, so they

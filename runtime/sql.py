@@ -60,6 +60,14 @@ def _str(e):
     return exp.Cast(this=e, to=exp.DataType.build("string"))
 
 
+def _nonzero(e):
+    return exp.Paren(this=exp.NEQ(this=exp.Paren(this=e), expression=lit(0)))
+
+
+def _as_number(condition):
+    return exp.Cast(this=exp.Paren(this=condition), to=exp.DataType.build("bigint"))
+
+
 def _sorted_set(e):
     return fn("array_sort", fn("array_distinct", e))
 
@@ -118,6 +126,12 @@ BUILTIN_SQL: dict = {
     "bnot": lambda a, t, arr: exp.BitwiseNot(this=a[0]),
     "bshl": lambda a, t, arr: fn("shiftleft", a[0], a[1]),
     "bshr": lambda a, t, arr: fn("shiftright", a[0], a[1]),
+    "bshru": lambda a, t, arr: fn("shiftrightunsigned", a[0], a[1]),
+    # Soufflé's logical functors answer the numbers 1 and 0, not booleans.
+    "land": lambda a, t, arr: _as_number(exp.And(this=_nonzero(a[0]), expression=_nonzero(a[1]))),
+    "lor": lambda a, t, arr: _as_number(exp.Or(this=_nonzero(a[0]), expression=_nonzero(a[1]))),
+    "lxor": lambda a, t, arr: _as_number(exp.NEQ(this=_nonzero(a[0]), expression=_nonzero(a[1]))),
+    "lnot": lambda a, t, arr: _as_number(exp.EQ(this=exp.Paren(this=a[0]), expression=lit(0))),
     # A Skolem id is a function of what it is made from: same arguments, same id.
     "id": lambda a, t, arr: fn("concat_ws", lit(":"), *[_str(x) for x in a]),
     "hash": lambda a, t, arr: fn("xxhash64", *a),

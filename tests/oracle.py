@@ -321,12 +321,32 @@ def _eval(t, env):
             return None if args[0] is None or args[0] <= 0 else math.log(args[0])
         if name == "exp":
             return None if args[0] is None else math.exp(args[0])
+        if name in _BITWISE:
+            return None if any(a is None for a in args) else _BITWISE[name](*args)
+        if name == "pow":  # Spark's power: always a float
+            return None if any(a is None for a in args) else float(args[0]) ** args[1]
         if name == "min":
             return min(args)
         if name == "max":
             return max(args)
         raise NotImplementedError(f"oracle: builtin {name}")
     raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _int64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+# Soufflé's bitwise and logical functors over 64-bit whole numbers; shift distances
+# count modulo 64 (the JVM's rule, so Spark's).
+_BITWISE = {
+    "band": lambda a, b: a & b, "bor": lambda a, b: a | b, "bxor": lambda a, b: a ^ b, "bnot": lambda a: ~a,
+    "bshl": lambda a, b: _int64(a << (b % 64)), "bshr": lambda a, b: a >> (b % 64),
+    "bshru": lambda a, b: _int64((a % (1 << 64)) >> (b % 64)),
+    "land": lambda a, b: 1 if a and b else 0, "lor": lambda a, b: 1 if a or b else 0,
+    "lxor": lambda a, b: 1 if bool(a) != bool(b) else 0, "lnot": lambda a: 0 if a else 1,
+}
 
 
 def _text(v):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from evita.bootstrap.syntax import (
     AGGREGATES, ARITHMETIC, BOOLEAN, COMPARISONS, Aggregate, Assign, Atom, BinOp, Call, Column,
     Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program, Query,
-    Rule, Select, UnOp, Var, Wildcard,
+    Rule, Select, TypeDecl, UnOp, Var, Wildcard,
 )
 from evita.catalog import schema
 
@@ -104,6 +104,13 @@ def atom(draw, relation, arity, *, columns=None, body=True, head=False, ground=F
 SYS_TABLES = [t for t in schema.TABLES if t.name in ("rule", "predicate", "argument", "relation")]
 
 
+# Qualifiers that stay on a declaration as they are (the parser acts on eqrel, inline,
+# input and output, so a printed program would not parse back to the same tree).
+HINTS = ["brie", "btree", "btree_delete", "no_inline", "magic", "no_magic", "overridable", "printsize"]
+USER_TYPES = st.sampled_from([TypeDecl("T_user", "subtype", ("symbol",)), TypeDecl("T_user", "equivalence", ("number",)),
+                              TypeDecl("T_user", "union", ("number", "unsigned"))])
+
+
 @st.composite
 def programs(draw, max_statements: int = 12):
     n_rel = draw(st.integers(1, 5))
@@ -115,8 +122,9 @@ def programs(draw, max_statements: int = 12):
         style = draw(st.sampled_from([None, None, "decl", "define", "materialize"]))
         if style == "decl":
             names = [f"c{i}_{draw(NAMES)}" for i in range(arities[r])]
-            types = [draw(st.sampled_from(["number", "unsigned", "float", "symbol"])) for _ in names]
-            head.append(Declaration(r, tuple(map(Column, names, types)), None, "decl"))
+            types = [draw(st.sampled_from(["number", "unsigned", "float", "symbol", "T_user"])) for _ in names]
+            hints = tuple(draw(st.lists(st.sampled_from(HINTS), unique=True, max_size=2)))
+            head.append(Declaration(r, tuple(map(Column, names, types)), None, "decl", qualifiers=hints))
             columns[r] = names
         elif style == "define":
             types = [draw(st.sampled_from(["symbol", "number", "float", "any"])) for _ in range(arities[r])]
@@ -131,6 +139,9 @@ def programs(draw, max_statements: int = 12):
                 params = draw(st.lists(st.tuples(st.sampled_from(["IO", "filename", "delimiter"]),
                                                  st.text(max_size=6)), max_size=2))
                 head.append(IODirective(direction, r, tuple(params)))
+
+    if any(isinstance(d, Declaration) and any(c.type == "T_user" for c in d.columns) for d in head):
+        head.insert(0, draw(USER_TYPES))
 
     def some_atom(**kw):
         r = draw(st.sampled_from(rel_names))

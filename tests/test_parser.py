@@ -68,7 +68,8 @@ def test_souffle_declarations_and_io():
                       '.input edge(IO=file, filename="e.facts", delimiter="\\t")\n'
                       '.output edge\n')
     decl, inp, out = p.statements
-    assert decl == Declaration("edge", (Column("x", "number"), Column("y", "symbol")), None, "decl")
+    assert decl == Declaration("edge", (Column("x", "number"), Column("y", "symbol")), None, "decl",
+                               qualifiers=("btree",))  # a hint, kept so the program prints back whole
     assert inp == IODirective("input", "edge", (("IO", "file"), ("filename", "e.facts"), ("delimiter", "\t")))
     assert out == IODirective("output", "edge", ())
     assert p.dialect == "souffle"

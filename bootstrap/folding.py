@@ -1,0 +1,139 @@
+"""Constant folding: a ground expression evaluated in the front end.
+
+Soufflé evaluates facts such as `rel(2^32-5).` and `expr(-(2^31)).`; the parser folds
+their arguments here, so a fact reaches the catalog holding constants only. Numbers are
+64-bit, as they are on Spark (docs/language.md, "Soufflé compatibility"); a result outside
+that range is an error rather than a silent wrap. On whole numbers the operators follow
+Soufflé (and C): `/` truncates, `%` takes the sign of the dividend (-7 % 3 is -1), `^`
+is an exact power.
+
+>>> from evita.bootstrap.parser import parse_program
+>>> [f.atom.args[0].value for f in parse_program("r(2^32-5). r(-(2^31)). r(0x10 band 6). r(-7 % 3).").facts]
+[4294967291, -2147483648, 0, -1]
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .builtins import canonical, lookup
+from .syntax import FLOAT, INT, STRING, BinOp, Call, Const, UnOp
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class FoldError(Exception):
+    """A ground expression with no value (division by zero, out of range); the message
+    says why in the user's terms."""
+
+
+def fold(term) -> Optional[Const]:
+    """The constant a ground term denotes, or None when it is not ground or uses
+    something folding does not know (the caller reports it as before). Raises FoldError."""
+    if isinstance(term, Const):
+        return term
+    if isinstance(term, UnOp):
+        arg = fold(term.arg)
+        if arg is None or arg.type not in (INT, FLOAT):
+            return None
+        if term.op == "-":
+            return _number(-arg.value, term)
+        return None
+    if isinstance(term, BinOp) and term.op in _ARITHMETIC:
+        left, right = fold(term.left), fold(term.right)
+        if left is None or right is None or not _numeric(left, right):
+            return None
+        return _number(_ARITHMETIC[term.op](left.value, right.value, term), term)
+    if isinstance(term, Call):
+        args = [fold(a) for a in term.args]
+        if any(a is None for a in args):
+            return None
+        return _call(canonical(term.func), args, term)
+    return None
+
+
+def _numeric(*consts) -> bool:
+    return all(c.type in (INT, FLOAT) for c in consts)
+
+
+def _number(value, term) -> Const:
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise FoldError(f"{value} is out of the range of a 64-bit number")
+        return Const(value, INT, term.span)
+    if not math.isfinite(value):
+        raise FoldError(f"the value is {value}, which no number column holds")
+    return Const(float(value), FLOAT, term.span)
+
+
+def _divide(a, b, term):
+    if b == 0:
+        raise FoldError("division by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q  # truncated, as in C and Soufflé
+    return a / b
+
+
+def _remainder(a, b, term):
+    if b == 0:
+        raise FoldError("modulo by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * _divide(a, b, term)  # the sign of the dividend: -7 % 3 is -1
+    return math.fmod(a, b)
+
+
+def power(a, b):
+    """Soufflé's `^` on whole numbers is exact (a negative exponent gives a float)."""
+    if isinstance(a, int) and isinstance(b, int) and b >= 0:
+        return a ** b
+    return float(a) ** b
+
+
+_ARITHMETIC = {
+    "+": lambda a, b, t: a + b,
+    "-": lambda a, b, t: a - b,
+    "*": lambda a, b, t: a * b,
+    "/": _divide,
+    "%": _remainder,
+}
+
+
+def wrap64(v: int) -> int:
+    """A whole number as a two's-complement 64-bit value (what Spark's shifts produce)."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >> 63 else v
+
+
+# Bitwise and logical functors on whole numbers. The shift distance is taken modulo 64,
+# as the JVM (and so Spark) does.
+BITWISE = {
+    "band": lambda a, b: a & b,
+    "bor": lambda a, b: a | b,
+    "bxor": lambda a, b: a ^ b,
+    "bshl": lambda a, b: wrap64(a << (b & 63)),
+    "bshr": lambda a, b: a >> (b & 63),
+    "bshru": lambda a, b: wrap64((a & ((1 << 64) - 1)) >> (b & 63)),
+    "land": lambda a, b: int(a != 0 and b != 0),
+    "lor": lambda a, b: int(a != 0 or b != 0),
+    "lxor": lambda a, b: int((a != 0) != (b != 0)),
+    "bnot": lambda a: ~a,
+    "lnot": lambda a: int(a == 0),
+}
+
+
+def _call(name: str, args: list, term) -> Optional[Const]:
+    fn = lookup(name)
+    if fn is None or not fn.accepts(len(args)):
+        return None  # the static checks report it
+    if name in BITWISE:
+        if not all(a.type == INT for a in args):
+            raise FoldError(f"{name} takes whole numbers")
+        return _number(BITWISE[name](*(a.value for a in args)), term)
+    if name == "pow" and len(args) == 2 and _numeric(*args):
+        return _number(power(args[0].value, args[1].value), term)
+    if name == "cat" and all(a.type == STRING for a in args):
+        return Const("".join(a.value for a in args), STRING, term.span)
+    return None

@@ -1,0 +1,307 @@
+"""Soufflé's types: the primitive types, the types a program declares with `.type`, and
+the checks that keep values of unrelated types apart.
+
+Every type reaches one primitive: number, unsigned, float or symbol (its *kind*). Evita's
+own column types (`any`, `bool`, and the JOL spellings `int`, `string`, ... of `define`)
+are accepted too; `any` has no kind and is never checked. A subtype `.type A <: B` is a
+part of B, an equivalence `.type A = B` is B under another name, a union `.type U = A | B`
+holds A and B. The checks follow Soufflé:
+
+* a type named in a `.decl` or on the right of a `.type` must exist (`unknown-type`);
+* a union mixes no kinds, types form no cycle, no type is declared twice;
+* in a rule, a variable holds one kind: a variable in a symbol column of one atom and a
+  number column of another is a `type-mismatch`, as is a symbol constant in a number
+  column or a comparison of a symbol with a number;
+* a variable that only atoms bind may go into a head column of a declared type only if
+  its type is a subtype of the column's (`.type Even <: number`: a plain number is not
+  known to be Even).
+
+>>> from evita.bootstrap.parser import parse_program
+>>> p = parse_program('.type Node <: symbol\\n.decl e(a: Node, b: number)\\n.decl r(a: number)\\n'
+...                   'r(x) :- e(x, _).', "t.dl")
+>>> [d.message for d in check_types(p)]
+['rule rule1: variable x holds a symbol in e (column 1, type Node) but a number in r (column 1, type number)']
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterator, Optional
+
+from .diagnostics import Diagnostic
+from .syntax import (
+    BOOL, FLOAT, INT, PRIMITIVE_TYPES, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Program,
+    Rule, Select, TypeDecl, UnOp, Var, COMPARISONS,
+)
+
+# The column types every program knows, with the primitive each reaches (None: unchecked).
+BUILTIN_TYPES = {"number": "number", "unsigned": "unsigned", "float": "float", "symbol": "symbol",
+                 "any": None, "bool": "bool",
+                 "int": "number", "integer": "number", "long": "number", "double": "float", "string": "symbol"}
+_SHOWN = {"int": "a whole number", "number": "a number", "unsigned": "an unsigned number", "float": "a float", "symbol": "a symbol",
+          "bool": "a boolean"}
+
+
+class TypeSystem:
+    """The types of one program: builtin ones and its `.type` declarations."""
+
+    def __init__(self, decls: list):
+        self.decls: dict = {}
+        self.problems: list = []
+        for d in decls:
+            if d.name in self.decls or d.name in BUILTIN_TYPES:
+                first = self.decls.get(d.name)
+                where = f"already declared at {first.span}" if first else "a builtin type"
+                self.problems.append(Diagnostic("duplicate-declaration", f"type {d.name} is {where}", d.span,
+                                                d.name, "give each type one declaration and its own name"))
+                continue
+            self.decls[d.name] = d
+        self._kinds: dict = {}
+        for d in self.decls.values():
+            self._check_declaration(d)
+
+    @classmethod
+    def of(cls, program: Program) -> "TypeSystem":
+        return cls(program.of(TypeDecl))
+
+    def known(self, name: str) -> bool:
+        return name in BUILTIN_TYPES or name in self.decls
+
+    def kind(self, name: str) -> Optional[str]:
+        """The primitive a type reaches (number, unsigned, float, symbol, bool), or None
+        for `any`, an unknown type or a broken declaration."""
+        if name in BUILTIN_TYPES:
+            return BUILTIN_TYPES[name]
+        return self._kind(name, ())
+
+    def primitive(self, name: str) -> str:
+        """The column type the runtime stores: the primitive, or `any`."""
+        return self.kind(name) or "any"
+
+    def _kind(self, name: str, seen: tuple) -> Optional[str]:
+        if name in BUILTIN_TYPES:
+            return BUILTIN_TYPES[name]
+        if name not in self.decls or name in seen:
+            return None
+        if name not in self._kinds:
+            kinds = {self._kind(b, seen + (name,)) for b in self.decls[name].bases}
+            self._kinds[name] = kinds.pop() if len(kinds) == 1 else None
+        return self._kinds[name]
+
+    def supertypes(self, name: str) -> set:
+        """Every type a value of `name` also belongs to (itself included)."""
+        name = _canonical(name)
+        out, todo = {name}, [name]
+        while todo:
+            t = todo.pop()
+            for d in self.decls.values():
+                if d.name == t:
+                    ups = d.bases if d.kind != "union" else ()
+                elif t in d.bases and d.kind in ("union", "equivalence"):
+                    ups = (d.name,)
+                else:
+                    continue
+                for u in map(_canonical, ups):
+                    if u not in out:
+                        out.add(u)
+                        todo.append(u)
+        return out
+
+    def is_subtype(self, a: str, b: str, seen: tuple = ()) -> bool:
+        """Every value of `a` is a value of `b`: `a` reaches `b` upwards, or `a` is a
+        union whose members all are subtypes of `b` (Soufflé's rule)."""
+        if _canonical(b) in self.supertypes(a):
+            return True
+        d = self.decls.get(a)
+        return d is not None and d.kind == "union" and a not in seen and \
+            all(self.is_subtype(m, b, seen + (a,)) for m in d.bases)
+
+    def _check_declaration(self, d: TypeDecl):
+        for base in d.bases:
+            if not self.known(base):
+                self.problems.append(unknown_type(base, d.span, list(self.decls)))
+        if d.name in PRIMITIVE_TYPES:
+            return
+        if self._cycle(d.name):
+            self.problems.append(Diagnostic("type-cycle", f"type {d.name} is defined in terms of itself", d.span,
+                                            d.name, "every type must reach number, unsigned, float or symbol"))
+            return
+        kinds = {b: self.kind(b) for b in d.bases if self.known(b)}
+        if len({k for k in kinds.values() if k}) > 1:
+            parts = ", ".join(f"{b} is {_SHOWN.get(k, k)}" for b, k in kinds.items())
+            self.problems.append(Diagnostic("type-mismatch", f"union type {d.name} mixes kinds: {parts}", d.span,
+                                            d.name, "a union holds types of one primitive kind"))
+
+    def _cycle(self, name: str) -> bool:
+        todo, seen = list(self.decls[name].bases), set()
+        while todo:
+            t = todo.pop()
+            if t == name:
+                return True
+            if t in self.decls and t not in seen:
+                seen.add(t)
+                todo.extend(self.decls[t].bases)
+        return False
+
+
+def _canonical(name: str) -> str:
+    """`int` and the other JOL spellings are their primitive."""
+    return BUILTIN_TYPES.get(name) or name
+
+
+def unknown_type(name: str, span, declared: list) -> Diagnostic:
+    close = difflib.get_close_matches(name, list(PRIMITIVE_TYPES) + declared, n=1)
+    hint = (f"did you mean {close[0]}? " if close else "") + \
+        "the types are number, unsigned, float, symbol and those a .type declares"
+    return Diagnostic("unknown-type", f"unknown type {name}", span, name, hint)
+
+
+# ---------------------------------------------------------------- checks
+
+def check_types(program: Program) -> Iterator[Diagnostic]:
+    types = TypeSystem.of(program)
+    yield from types.problems
+    declared: dict = {}
+    for d in program.of(Declaration):
+        declared.setdefault(d.relation, d)
+        for c in d.columns:
+            if not types.known(c.type):
+                yield unknown_type(c.type, c.span if c.span.line else d.span, list(types.decls))
+    for rule in program.rules:
+        yield from _RuleTypes(rule, types, declared).check()
+
+
+class _RuleTypes:
+    """The kind of every variable of one rule, from the columns and constants around it."""
+
+    def __init__(self, rule: Rule, types: TypeSystem, declared: dict):
+        self.rule, self.types, self.declared = rule, types, declared
+        self.held: dict = {}  # variable -> (kind, type, where) of its first typed use
+        self.body_types: dict = {}  # variable -> types of the positive body columns it sits in
+        self.assigned = {lit.var.name for lit in rule.body if isinstance(lit, Assign)}
+        self.reported: set = set()
+        self.found: list = []
+
+    def check(self) -> list:
+        atoms = [lit for lit in self.rule.body if isinstance(lit, Atom)]
+        for atom in sorted(atoms, key=lambda a: a.negated):  # positive atoms say first
+            self.atom(atom, body=not atom.negated)
+        for lit in self.rule.body:
+            if isinstance(lit, Assign):
+                self.bind(lit.var, self.expr_kind(lit.expr), None, "the assignment to " + lit.var.name)
+            elif isinstance(lit, Select):
+                self.condition(lit.expr)
+        self.atom(self.rule.head, body=False)
+        self.head_subtypes()
+        return self.found
+
+    # -- atoms
+    def columns(self, atom: Atom):
+        d = self.declared.get(atom.relation)
+        if d is None or len(d.columns) != atom.arity:
+            return None  # undeclared or the wrong arity: other checks say so
+        return d.columns
+
+    def atom(self, atom: Atom, body: bool):
+        cols = self.columns(atom)
+        if cols is None:
+            return
+        for i, (arg, col) in enumerate(zip(atom.args, cols)):
+            kind = self.types.kind(col.type)
+            where = f"{atom.relation} (column {i + 1}, type {col.type})"
+            if isinstance(arg, Var):
+                self.bind(arg, kind, col.type, where)
+                if body:
+                    self.body_types.setdefault(arg.name, []).append((col.type, where))
+            elif kind is not None:
+                got = self.expr_kind(arg)
+                if got is not None and not _fits(got, kind, arg):
+                    self.mismatch(arg, f"{_text(arg)} is {_SHOWN.get(got, got)}, but {where} holds "
+                                  f"{_SHOWN.get(kind, kind)}", f"write {_SHOWN.get(kind, kind)} there")
+
+    def bind(self, var: Var, kind, type_name, where: str):
+        if kind is None:
+            return
+        if var.name not in self.held:
+            self.held[var.name] = (kind, type_name, where)
+            return
+        first_kind, _, first_where = self.held[var.name]
+        if first_kind == "int" and _fits(first_kind, kind, None):  # a whole number, now known to be `kind`
+            self.held[var.name] = (kind, type_name, where)
+            return
+        if not _fits(kind, first_kind, None) and var.name not in self.reported:
+            self.reported.add(var.name)
+            self.mismatch(var, f"variable {var.name} holds {_SHOWN.get(first_kind, first_kind)} in {first_where} "
+                          f"but {_SHOWN.get(kind, kind)} in {where}",
+                          "a variable holds values of one type: use two variables, or declare the columns alike")
+
+    def head_subtypes(self):
+        """Soufflé: a value from a column of type S may fill a head column of type T only
+        if S is a subtype of T."""
+        cols = self.columns(self.rule.head)
+        if cols is None:
+            return
+        for i, (arg, col) in enumerate(zip(self.rule.head.args, cols)):
+            if not isinstance(arg, Var) or arg.name in self.assigned or arg.name in self.reported \
+                    or self.types.kind(col.type) is None:
+                continue
+            sources = self.body_types.get(arg.name, [])
+            if not sources or any(self.types.kind(t) is None for t, _ in sources):
+                continue
+            if not any(self.types.is_subtype(t, col.type) for t, _ in sources):
+                t, where = sources[0]
+                self.mismatch(arg, f"variable {arg.name} has type {t} (from {where}), but column {i + 1} of "
+                              f"{self.rule.head.relation} has type {col.type}, and {t} is not a subtype of "
+                              f"{col.type}",
+                              f"declare the column as {t}, or {t} as a subtype of {col.type}")
+
+    # -- expressions
+    def condition(self, expr):
+        if isinstance(expr, BinOp) and expr.op in COMPARISONS:
+            left, right = self.expr_kind(expr.left), self.expr_kind(expr.right)
+            if left and right and not (_fits(left, right, expr.left) or _fits(right, left, expr.right)):
+                self.mismatch(expr, f"the condition compares {_SHOWN.get(left, left)} with "
+                              f"{_SHOWN.get(right, right)}", "compare values of one type")
+
+    def expr_kind(self, t) -> Optional[str]:
+        """The kind of a term, where it is plain; None when not known."""
+        if isinstance(t, Var):
+            held = self.held.get(t.name)
+            return held[0] if held else None
+        if isinstance(t, Const):
+            return {INT: "int", FLOAT: "float", STRING: "symbol", BOOL: "bool"}.get(t.type)
+        if isinstance(t, Call):
+            return _CALL_KINDS.get(t.func[2:] if t.func.startswith("f_") else t.func)
+        if isinstance(t, UnOp) and t.op == "-":
+            return self.expr_kind(t.arg)
+        return None
+
+    def mismatch(self, node, message: str, hint: str):
+        span = getattr(node, "span", None)
+        span = span if span is not None and span.line else self.rule.span
+        self.found.append(Diagnostic("type-mismatch", f"rule {self.rule.name}: {message}", span, _text(node), hint))
+
+
+# Functors whose result has one kind whatever their arguments.
+_CALL_KINDS = {"cat": "symbol", "substr": "symbol", "to_string": "symbol", "lower": "symbol", "upper": "symbol",
+               "strlen": "number", "ord": "number", "to_number": "number", "to_float": "float"}
+
+
+def _fits(got: str, kind: str, term) -> bool:
+    """A value of kind `got` may stand where `kind` is expected. Whole-number constants
+    fit every numeric kind (Soufflé types them by where they stand); "int" is such a
+    constant."""
+    if got == kind:
+        return True
+    if got == "int":
+        if kind == "unsigned":
+            return not (isinstance(term, Const) and term.value < 0)
+        return kind in ("number", "unsigned", "float")
+    return False
+
+
+def _text(node) -> str:
+    if isinstance(node, Var):
+        return node.name
+    if isinstance(node, Const):
+        return f'"{node.value}"' if node.type == STRING else str(node.value)
+    return ""
