@@ -15,6 +15,7 @@ import pytest
 from evita.bootstrap import stage as st
 from evita.bootstrap.parser import parse_file, parse_program
 from evita.bootstrap.scheduler import compile_program
+from evita.bootstrap.stage import StageFailure
 from evita.catalog.decode import decode
 from evita.catalog.encode import encode
 from evita.catalog.printer import format_program
@@ -58,6 +59,32 @@ def test_compile_runs_the_lattice_and_keeps_versions(spark):
     assert program_row["stage"] == order[-1]
     again = compile_program(spark, rows, "shortest_path")
     assert again.final.compared() == comp.final.compared()  # deterministic
+
+
+def test_a_stage_whose_trigger_finds_nothing_is_skipped_without_a_spark_action(spark, tmp_path):
+    # tc has no constant to propagate, no bound call, no rule of three atoms: four stages
+    # are skipped, each handing on the catalog it was given, at no Spark action.
+    rows = encode(parse_file(EXAMPLES / "tc.dl"))
+    comp = compile_program(spark, rows, "tc")
+    skipped = [v.stage for v in comp.versions if v.skipped]
+    assert skipped == ["const_prop", "magic_sets", "stats", "system_r"], skipped
+    for before, v in zip(comp.versions, comp.versions[1:]):
+        if v.skipped:
+            assert v.actions == 0
+            assert {t: r for t, r in v.rows.compared().items() if t != "program"} == \
+                   {t: r for t, r in before.rows.compared().items() if t != "program"}
+    assert comp.stages_run == lattice_order() and comp.lattice_actions == 0  # the lattice asked in process
+    every = compile_program(spark, rows, "tc", triggers=False)
+    assert every.final.compared() == comp.final.compared()
+    # An external stage's trigger, written in its .dl file: no Python.
+    (tmp_path / "noisy.dl").write_text(
+        'stage("noisy").\nprecedes("parse", "noisy").\nprecedes("noisy", "delta").\n'
+        'when1 stage::applies(R) :- sys::rule{id: R, name: "never"}.\n'
+        'e1 stage::error(R, "noisy", "ran") :- sys::rule{id: R}.\n')
+    quiet = compile_program(spark, rows, "tc", stage_paths=[tmp_path])
+    assert next(v for v in quiet.versions if v.stage == "noisy").skipped
+    with pytest.raises(StageFailure, match="ran"):
+        compile_program(spark, rows, "tc", stage_paths=[tmp_path], triggers=False)
 
 
 def test_skip_and_only(spark):
