@@ -661,6 +661,11 @@ class _Builder(Transformer):
             if x.call.name.startswith("f_"):
                 return Select(self._term(x), span)
             return replace(self._atom(x.call), negated=True, span=span)
+        if isinstance(x, BinOp) and x.op == "=":  # `n = count : { ... }`: the literal form
+            if isinstance(x.left, Var) and isinstance(x.right, BodyAggregate):
+                return replace(x.right, var=x.left, span=span)
+            if isinstance(x.right, Var) and isinstance(x.left, BodyAggregate):
+                return replace(x.left, var=x.right, span=span)
         return Select(self._term(x), span)
 
     def _atom(self, call: _RawCall, what: str = "an atom") -> Atom:
@@ -702,25 +707,22 @@ class _Builder(Transformer):
         atom = self._atom(x) if isinstance(x, _RawCall) else x
         return replace(atom, negated=True, span=span)
 
-    def lit_agg_count(self, meta, ch):
-        target, _, _, body = ch
-        return self._body_aggregate(target, "count", None, body, self._span(meta))
+    def agg_count_term(self, meta, ch):  # Soufflé `count : { ... }` as a term
+        return self._body_aggregate("count", None, ch[1], self._span(meta))
 
-    def lit_agg(self, meta, ch):
-        target, _, fn, expr, _, body = ch
-        return self._body_aggregate(target, _AGG_NAMES[fn.value], self._term(expr), body, self._span(meta))
+    def agg_term(self, meta, ch):  # `sum x : { ... }`, `max s : r(s)`
+        fn, expr, _, body = ch
+        return self._body_aggregate(_AGG_NAMES[fn.value], self._term(expr), body, self._span(meta))
 
-    def _body_aggregate(self, target, func, expr, body, span):
-        if not isinstance(target, Var):
-            self._error("syntax", "the result of a body aggregate must be a variable",
-                        getattr(target, "span", span), "", "write `V = count : { ... }`")
-            target = Var("_agg", span)
+    def _body_aggregate(self, func, expr, body, span):
+        """A Soufflé aggregate term (`var` None); `V = AGG` at a literal's top level becomes
+        the literal form (`var` V), see `_literal`."""
         body = _flatten(body)
         if any(isinstance(b, _Group) for b in body):
             self._error("syntax", "an aggregate body cannot hold a disjunction", span, "",
                         "write one aggregate per alternative")
             body = [b for b in body if not isinstance(b, _Group)]
-        return BodyAggregate(target, func, expr, tuple(body), span)
+        return BodyAggregate(None, func, expr, tuple(body), span)
 
     # -- bodies
     def conj(self, meta, ch):
@@ -850,7 +852,7 @@ class _Lowering:
         self.diagnostics = list(diagnostics)
         self.columns: dict = {}  # relation -> column names, or None if declared without names
         self.rule_count = 0
-        self.aggregate_helpers: list = []  # (helper rule, grouping var names, result var name)
+        self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
 
     def error(self, code, message, span, text="", hint=""):
@@ -911,6 +913,9 @@ class _Lowering:
     # -- clauses
     def _clause(self, c: _Clause, component, out):
         words = [w.value for w in c.words]
+        if c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
+                and any(_aggregate_terms(a) for a in c.head.args):
+            c = replace(c, body=[])  # `total(sum x : v(x)).`: a rule; its aggregates make its body
         if c.body is None:
             if words == ["query"]:
                 out.append(Query(self._head(c, "a query"), c.span))
@@ -998,55 +1003,102 @@ class _Lowering:
 
     # -- rules
     def _rule(self, rule: Rule, out):
+        """Aggregates (Soufflé's, anywhere in the head or the body) become helper rules
+        that come right before the rule; then `=` becomes `:=` or `==`."""
         body = [self.resolve_literal(b) for b in rule.body]
+        outside: set = set(_outer_vars(rule.head))
+        for lit in body:
+            outside.update(_outer_vars(lit))
         helpers: list = []
-        lowered = []
+        lowered: list = []
         count = 0
         for i, lit in enumerate(body):
-            if isinstance(lit, BodyAggregate):
+            if isinstance(lit, BodyAggregate) and lit.var is not None:  # `n = count : { ... }`
                 count += 1
-                others = [rule.head] + [b for j, b in enumerate(body) if j != i]
-                helper, replacement = self._aggregate_helper(rule, lit, count, others)
-                helpers.extend(helper)
-                lowered.append(replacement)
-            else:
-                lowered.append(lit)
+                lowered.append(self._aggregate_helper(rule, body, i, lit, lit.var, count, outside, helpers))
+                continue
+            results: dict = {}  # id(aggregate term) -> the variable holding its value
+            for agg in _aggregate_terms(lit):
+                count += 1
+                results[id(agg)] = Var(f"_agg{count}", agg.span)
+                lowered.append(self._aggregate_helper(rule, body, i, agg, results[id(agg)], count, outside,
+                                                      helpers))
+            lowered.append(_with_aggregates_replaced(lit, results) if results else lit)
+        head = rule.head
+        results = {}
+        for agg in _aggregate_terms(head):  # `r(x, count : { ... }) :- ...`
+            count += 1
+            results[id(agg)] = Var(f"_agg{count}", agg.span)
+            lowered.append(self._aggregate_helper(rule, body, None, agg, results[id(agg)], count, outside,
+                                                  helpers))
+        if results:
+            head = _with_aggregates_replaced(head, results)
         out.extend(helpers)
-        self._rule_equalities(replace(rule, body=tuple(lowered)), out)
+        self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
 
     def _rule_equalities(self, rule: Rule, out):
         out.append(replace(rule, body=tuple(_lower_equalities(list(rule.body)))))
 
-    def _aggregate_helper(self, rule: Rule, agg: BodyAggregate, k: int, others: list):
+    def _aggregate_helper(self, rule: Rule, body: list, at, agg: BodyAggregate, result: Var, k: int,
+                          outside: set, out: list) -> Atom:
+        """Soufflé's aggregate `F E : { BODY }` at body position `at` of `rule`, as helper
+        rules (docs/language.md, "Lowering"); returns the atom that replaces it. The
+        aggregate is evaluated per binding of its grouping variables (those of BODY the
+        rest of the rule also uses); count and sum of an empty group are 0:
+            L_aggk(g.., F<E>) :- [L_aggk_dom(g..),] BODY.
+            L_aggk_dom(g..) :- the rest of the rule's body.           (when needed)
+            L_aggk_all(g.., v) :- L_aggk(g.., v).                     (count, sum)
+            L_aggk_none L_aggk_all(g.., 0) :- L_aggk_dom(g..), !L_aggk(g.., _).
+        Without grouping variables the domain is the fact `L_aggk_unit(0).`"""
         name = f"{rule.name}_agg{k}"
-        inner_vars: list = []
-        for lit in agg.body:
-            for v in _literal_vars(lit):
-                if v not in inner_vars:
-                    inner_vars.append(v)
-        outside: set = set()
-        for o in others:
-            outside.update(_literal_vars(o))
-        grouping = [v for v in inner_vars if v in outside]
-        head_args = tuple(Var(v, agg.span) for v in grouping) + (Aggregate(agg.func, agg.expr, agg.span),)
-        helper = Rule(name, Atom(name, head_args, span=agg.span), agg.body, False, None,
-                      rule.component, agg.span)
-        sub_out: list = []
-        self._rule(helper, sub_out)  # nested aggregates and `=` inside the aggregate body
-        self.aggregate_helpers.append((name, grouping, agg.var.name))
-        replacement = Atom(name, tuple(Var(v, agg.span) for v in grouping) + (agg.var,), span=agg.span)
-        return sub_out, replacement
+        span = agg.span
+        grouping = tuple(Var(v, span) for v in _deep_vars(agg) if v in outside)
+        with_default = agg.func in ("count", "sum")
+        positive = any(isinstance(b, Atom) and not b.negated for b in agg.body)
+        inner_alone = positive and {g.name for g in grouping} <= _bound_by(agg.body)
+        domain = None
+        stmts: list = []
+        if grouping and (with_default or not inner_alone):
+            domain = Atom(f"{name}_dom", grouping, span=span)
+            self._rule(Rule(domain.relation, domain, tuple(_domain_literals(body, at)), False, None,
+                            rule.component, span), stmts)
+            self._helper_relation(domain.relation, [g.name for g in grouping])
+        elif not grouping and (with_default or not positive):
+            stmts.append(Fact(Atom(f"{name}_unit", (Const(0, INT, span),), span=span), rule.component, span))
+            domain = Atom(f"{name}_unit", (Wildcard(span),), span=span)
+            self._helper_relation(f"{name}_unit", ["unit"])
+        inner = ((domain,) if domain is not None and not inner_alone else ()) + tuple(agg.body)
+        helper = Rule(name, Atom(name, grouping + (Aggregate(agg.func, agg.expr, span),), span=span), inner,
+                      False, None, rule.component, span)
+        self._rule(helper, stmts)  # nested aggregates and `=` inside the aggregate body
+        self._helper_relation(name, [g.name for g in grouping] + [result.name])
+        target = name
+        if with_default:
+            target = f"{name}_all"
+            value = Var(result.name, span)
+            stmts.append(Rule(target, Atom(target, grouping + (value,), span=span),
+                              (Atom(name, grouping + (value,), span=span),), False, None, rule.component, span))
+            stmts.append(Rule(f"{name}_none", Atom(target, grouping + (Const(0, INT, span),), span=span),
+                              (domain, Atom(name, grouping + (Wildcard(span),), negated=True, span=span)),
+                              False, None, rule.component, span))
+            self._helper_relation(target, [g.name for g in grouping] + [result.name])
+        out.extend(stmts)
+        return Atom(target, grouping + (result,), span=span)
+
+    def _helper_relation(self, name: str, columns: list):
+        self.aggregate_helpers.append((name, _unique([c.lower().lstrip("_") or "v" for c in columns])))
 
     def declare_helpers(self, statements: list) -> list:
-        """Soufflé programs declare every relation: declare the aggregate helpers too."""
-        info = {name: (grouping, result) for name, grouping, result in self.aggregate_helpers}
+        """Soufflé programs declare every relation: declare the aggregate helpers too,
+        each right before the first statement that derives it."""
+        info = dict(self.aggregate_helpers)
+        declared = set(self.columns)
         out = []
         for s in statements:
-            if isinstance(s, Rule) and s.head.relation in info and s.name == s.head.relation \
-                    and s.head.relation not in self.columns:
-                grouping, result = info[s.head.relation]
-                names = _unique([g.lower() for g in grouping] + [result.lower()])
-                out.append(Declaration(s.head.relation, tuple(Column(n, "any") for n in names),
+            atom = s.head if isinstance(s, Rule) else s.atom if isinstance(s, Fact) else None
+            if atom is not None and atom.relation in info and atom.relation not in declared:
+                declared.add(atom.relation)
+                out.append(Declaration(atom.relation, tuple(Column(n, "any") for n in info[atom.relation]),
                                        None, "decl", s.span))
             out.append(s)
         return out
@@ -1145,22 +1197,154 @@ def _expand(items: list) -> list:
     return results
 
 
-# -- Soufflé `=`
+# -- Soufflé aggregates
 
-def _literal_vars(lit) -> list:
-    if isinstance(lit, Atom):
-        return atom_vars(lit)
-    if isinstance(lit, Select):
-        return term_vars(lit.expr)
+def _children_of(node) -> tuple:
+    """The sub-terms of a term or literal (an aggregate's body is not among them: its
+    variables are its own unless the rest of the rule shares them)."""
+    if isinstance(node, (Atom, Call)):
+        return node.args
+    if isinstance(node, ListExpr):
+        return node.items
+    if isinstance(node, BinOp):
+        return node.left, node.right
+    if isinstance(node, UnOp):
+        return (node.arg,)
+    if isinstance(node, Cond):
+        return node.test, node.then, node.other
+    if isinstance(node, Aggregate):
+        return () if node.arg is None else (node.arg,)
+    if isinstance(node, Select):
+        return (node.expr,)
+    if isinstance(node, Assign):
+        return node.var, node.expr
+    return ()
+
+
+def _outer_vars(node) -> list:
+    """Variables of a literal or term outside any aggregate body (an aggregate literal
+    contributes its result variable)."""
+    if isinstance(node, Var):
+        return [node.name]
+    if isinstance(node, BodyAggregate):
+        return [node.var.name] if node.var is not None else []
+    out: list = []
+    for child in _children_of(node):
+        out += [v for v in _outer_vars(child) if v not in out]
+    return out
+
+
+def _deep_vars(agg: BodyAggregate) -> list:
+    """Every variable of an aggregate's expression and body, nested aggregates included:
+    those the rest of the rule also uses are its grouping variables."""
+    out: list = []
+
+    def walk(node):
+        if isinstance(node, Var):
+            if node.name not in out:
+                out.append(node.name)
+        elif isinstance(node, BodyAggregate):
+            if node.var is not None:
+                walk(node.var)
+            if node.expr is not None:
+                walk(node.expr)
+            for lit in node.body:
+                walk(lit)
+        else:
+            for child in _children_of(node):
+                walk(child)
+    if agg.expr is not None:
+        walk(agg.expr)
+    for lit in agg.body:
+        walk(lit)
+    return out
+
+
+def _aggregate_terms(node) -> list:
+    """The outermost aggregate terms inside a literal or term, in source order."""
+    if isinstance(node, BodyAggregate):
+        return [node]
+    return [a for child in _children_of(node) for a in _aggregate_terms(child)]
+
+
+def _with_aggregates_replaced(node, results: dict):
+    """`node` with each aggregate term whose id is in `results` replaced by its variable."""
+    if isinstance(node, BodyAggregate):
+        return results.get(id(node), node)
+
+    def sub(x):
+        return _with_aggregates_replaced(x, results)
+    if isinstance(node, (Atom, Call)):
+        return replace(node, args=tuple(sub(a) for a in node.args))
+    if isinstance(node, ListExpr):
+        return replace(node, items=tuple(sub(a) for a in node.items))
+    if isinstance(node, BinOp):
+        return replace(node, left=sub(node.left), right=sub(node.right))
+    if isinstance(node, UnOp):
+        return replace(node, arg=sub(node.arg))
+    if isinstance(node, Cond):
+        return replace(node, test=sub(node.test), then=sub(node.then), other=sub(node.other))
+    if isinstance(node, Select):
+        return replace(node, expr=sub(node.expr))
+    if isinstance(node, Assign):
+        return replace(node, expr=sub(node.expr))
+    return node
+
+
+def _equated(lit):
+    """(variable, expression) of `v = E`, `E = v` or `v := E`, else None."""
     if isinstance(lit, Assign):
-        return [lit.var.name] + [v for v in term_vars(lit.expr) if v != lit.var.name]
-    if isinstance(lit, BodyAggregate):
-        out = [lit.var.name]
-        for b in lit.body:
-            out += [v for v in _literal_vars(b) if v not in out]
-        return out
-    return []
+        return lit.var.name, lit.expr
+    if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "=":
+        if isinstance(lit.expr.left, Var):
+            return lit.expr.left.name, lit.expr.right
+        if isinstance(lit.expr.right, Var):
+            return lit.expr.right.name, lit.expr.left
+    return None
 
+
+def _bound_by(body) -> set:
+    """Variables a body binds by itself: positive atoms, aggregate results, then `=`
+    whose other side is bound."""
+    bound: set = set()
+    for lit in body:
+        if isinstance(lit, Atom) and not lit.negated:
+            bound.update(a.name for a in lit.args if isinstance(a, Var))
+        elif isinstance(lit, BodyAggregate) and lit.var is not None:
+            bound.add(lit.var.name)
+    changed = True
+    while changed:
+        changed = False
+        for lit in body:
+            eq = _equated(lit)
+            if eq and eq[0] not in bound and set(_outer_vars(eq[1])) <= bound:
+                bound.add(eq[0])
+                changed = True
+    return bound
+
+
+def _domain_literals(body: list, at) -> list:
+    """The literals of a rule's body that bind the outer variables an aggregate sees: all
+    but the aggregates and what depends on their results (`n > 3` after `n = count : ..`)."""
+    tainted = {lit.var.name for lit in body if isinstance(lit, BodyAggregate) and lit.var is not None}
+    kept: list = []
+    candidates = [lit for i, lit in enumerate(body) if i != at and not isinstance(lit, BodyAggregate)
+                  and not _aggregate_terms(lit)]
+    changed = True
+    while changed:  # taint spreads through `x = n + 1`
+        changed = False
+        for lit in candidates:
+            eq = _equated(lit)
+            if eq and eq[0] not in tainted and set(_outer_vars(eq[1])) & tainted:
+                tainted.add(eq[0])
+                changed = True
+    for lit in candidates:
+        if not set(_outer_vars(lit)) & tainted:
+            kept.append(lit)
+    return kept
+
+
+# -- Soufflé `=`
 
 def _eq_to_eqeq(term):
     """Every `=` left inside a term is Soufflé's spelling of the comparison `==`."""
