@@ -32,6 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
 from .inline import inline_relations
+from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
     Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
@@ -53,12 +54,14 @@ def _lark() -> Lark:
 # ---------------------------------------------------------------- public API
 
 def parse_program(text: str, path: str = "<string>", name: Optional[str] = None, *,
-                  _including: tuple = ()) -> Program:
+                  _including: tuple = (), _macros: Optional[dict] = None) -> Program:
     """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found.
-    `#include "FILE"` lines (C preprocessor style, as Soufflé programs use them) bring in
-    the statements of FILE, relative to the including file, where the line stands."""
+    The C preprocessor subset Soufflé programs use runs first (`preprocess.py`):
+    `#define`, `#ifdef` and the like, and `#include "FILE"`, which brings in the
+    statements of FILE, relative to the including file, where the line stands."""
     text_as_given = text
-    text, includes = _take_includes(text)
+    pre = preprocess(text, path, _macros, including=_including)
+    text = pre.text
     tree = _parse_tree(text, path, "start")
     builder = _Builder(path)
     try:
@@ -69,8 +72,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     statements = lowering.run(items.children if hasattr(items, "children") else items)
     if lowering.diagnostics:
         raise EvitaError(lowering.diagnostics, source=text)
-    if includes:
-        statements = _spliced(statements, includes, path, text_as_given, _including)
+    if pre.includes:
+        statements = _spliced(statements, pre.includes, path, text_as_given, _including)
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -79,27 +82,14 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     return Program(name or _program_name(path), tuple(statements), path, dialect, text_as_given)
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+(?:"([^"\n]*)"|<([^>\n]*)>)[ \t]*(?://[^\n]*)?$', re.M)
-
-
-def _take_includes(text: str) -> tuple:
-    """(the text with each #include line blanked, so positions stay, [(line, col, name)])."""
-    found = []
-    for m in _INCLUDE.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        found.append((line, m.start() - text.rfind("\n", 0, m.start()), m.group(1) or m.group(2) or ""))
-    if not found:
-        return text, []
-    return _INCLUDE.sub(lambda m: "", text), found
-
-
 def _spliced(statements: list, includes: list, path: str, text: str, including: tuple) -> list:
     from .source import read_source
 
     here = Path(path).resolve() if path and not path.startswith("<") else None
     base = here.parent if here else Path.cwd()
     out = list(statements)
-    for line, col, name in reversed(includes):  # later lines first: earlier indices stay valid
+    for inc in reversed(includes):  # later lines first: earlier indices stay valid
+        line, col, name = inc.line, inc.col, inc.name
         target = (base / name).resolve()
         span = Span(path, line, col)
         if not name or not target.is_file():
@@ -112,7 +102,8 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
                                          f"{' -> '.join(p.name for p in including + ((here,) if here else ()))})",
                                          span, f'#include "{name}"', "remove the #include that closes the cycle")],
                              source=text)
-        inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()))
+        inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()),
+                              _macros=inc.macros)
         at = next((i for i, s in enumerate(out) if getattr(s, "span", None) is not None
                    and s.span.file == path and s.span.line > line), len(out))
         out[at:at] = list(inner.statements)

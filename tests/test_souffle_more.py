@@ -177,3 +177,74 @@ def test_aggregates_on_spark_agree_with_soufflé(spark, backend):
     result = run(plan(program), spark, local=backend == "small")
     got = result.tuples(list(AGGREGATES_EXPECTED))
     assert got == AGGREGATES_EXPECTED
+
+
+# ---------------------------------------------------------------- the C preprocessor
+
+PREPROCESSED = """\
+#define N 3
+#define PAIR(a, b) p(a, b)
+#ifdef N
+r(N). s("N"). /* N */ t(N). // N
+PAIR(N, N + 1).
+#else
+r(0).
+#endif
+#if 0
+junk that would not parse
+#elif defined(N) && N > 2
+big(N).
+#endif
+#ifndef M
+m(1).
+#endif
+#undef N
+#if N
+nope(1).
+#endif
+/*
+#bogus inside a comment is no directive
+*/
+last(1).
+"""
+
+
+def test_define_ifdef_if_else_undef_and_function_like_macros():
+    program = parse_program(PREPROCESSED, "pre.dl")
+    facts = [(f.atom.relation, tuple(a.value for a in f.atom.args)) for f in program.facts]
+    assert facts == [("r", (3,)), ("s", ("N",)), ("t", (3,)), ("p", (3, 4)), ("big", (3,)), ("m", (1,)),
+                     ("last", (1,))]
+
+
+def test_preprocessing_keeps_every_line_where_it_was():
+    program = parse_program(PREPROCESSED.replace("last(1).", "q(x) :- r(x), x > 2."), "pre.dl")
+    rule = program.rules[0]
+    assert (rule.span.line, rule.span.col) == (24, 1)
+    assert errors("#define T 1\n#ifdef T\n#endif\nr(x) :- q(T).") == [
+        ("unsafe-rule", 4, 3, "rule rule1: variable x in the head is not bound")]
+
+
+def test_macros_flow_into_and_out_of_included_files(tmp_path):
+    (tmp_path / "consts.dl").write_text("#define LIMIT 10\nlimit(LIMIT).\nseen(BASE).\n")
+    main = tmp_path / "main.dl"
+    main.write_text("#define BASE 1\n#include \"consts.dl\"\ntwice(LIMIT * 2).\n#ifdef LIMIT\nok(1).\n#endif\n")
+    from evita.bootstrap.parser import parse_file
+
+    facts = {f.atom.relation: f.atom.args[0].value for f in parse_file(main).facts}
+    assert facts == {"limit": 10, "seen": 1, "twice": 20, "ok": 1}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("#foo\nr(1).", ("preprocessor", 1, 1, "unknown preprocessor directive #foo")),
+    ("r(1).\n  #pragma once\n", ("preprocessor", 2, 3, "unknown preprocessor directive #pragma")),
+    ("\n#ifdef X\nr(1).\n", ("preprocessor", 2, 1, "#ifdef without #endif")),
+    ("#endif\n", ("preprocessor", 1, 1, "#endif without #if")),
+    ("#if 1\n#else\n#else\n#endif\n", ("preprocessor", 3, 1, "#else after #else")),
+    ("#if x +\n#endif\n", ("preprocessor", 1, 1, "#if x + is not an integer expression")),
+    ("#define\n", ("preprocessor", 1, 1, "#define needs a macro name, got ''")),
+    ("#define F(x) r(x)\nF(1, 2).\n", ("preprocessor", 2, 1, "macro F takes 1 argument, not 2")),
+    ("#error stop here\n", ("preprocessor", 1, 1, "#error stop here")),
+    ('#include "nowhere.dl"\n', ("include", 1, 1, "#include names nowhere.dl, which is not a file")),
+])
+def test_bad_preprocessor_input_is_positioned(text, expected):
+    assert errors(text) == [expected]
