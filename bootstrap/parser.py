@@ -181,7 +181,7 @@ def _unsupported_region(text: str, offset: int):
     """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
     record or ADT type), so that its braces do not cause a cascade of errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".printsize", ".limitsize")):
+    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".limitsize")):
         if rest.startswith(".comp"):
             return offset, _past_groups(text, offset)
         return offset, offset + len(rest.split("\n", 1)[0])
@@ -271,7 +271,8 @@ _WORDS = {
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
-_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PLAN", "TYPE", "OLD_TYPE"}
+_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PRINTSIZE", "PLAN", "TYPE",
+                    "OLD_TYPE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
               "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
               "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
@@ -363,10 +364,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".type", ".number_type", ".symbol_type", ".plan")
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan")
 # Soufflé directives Evita knows of but does not run yet.
 _NOT_YET = {".functor": "user-defined functors", ".comp": "components", ".init": "components",
-            ".override": "components", ".pragma": "pragmas", ".printsize": "printing relation sizes",
+            ".override": "components", ".pragma": "pragmas",
             ".limitsize": "size limits"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
@@ -802,7 +803,7 @@ class _Builder(Transformer):
         return (key.value, text)
 
     def io(self, meta, ch):
-        direction = "input" if ch[0].type == "INPUT" else "output"
+        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize"}[ch[0].type]
         return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
 
     def plan(self, meta, ch):

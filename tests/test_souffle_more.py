@@ -248,3 +248,80 @@ def test_macros_flow_into_and_out_of_included_files(tmp_path):
 ])
 def test_bad_preprocessor_input_is_positioned(text, expected):
     assert errors(text) == [expected]
+
+
+# ---------------------------------------------------------------- .input / .output parameters, .printsize
+
+IO_PROGRAM = """\
+.decl edge(a: number, b: symbol)
+.input edge(IO=file, filename="data/edges.txt", delimiter=",", headers=true)
+.decl big(a: number, b: symbol)
+.output big(filename="big.tsv")
+.output big(filename="sub/big.csv", delimiter=",", headers=true)
+.printsize big
+.printsize edge
+big(a, b) :- edge(a, b), a > 1.
+"""
+
+
+def test_several_outputs_and_printsize_parse_and_survive_the_catalog():
+    program = parse_program(IO_PROGRAM, "io.dl")
+    directives = [(d.direction, d.relation, dict(d.params).get("filename")) for d in program.of(S.IODirective)]
+    assert directives == [("input", "edge", "data/edges.txt"), ("output", "big", "big.tsv"),
+                          ("output", "big", "sub/big.csv"), ("printsize", "big", None), ("printsize", "edge", None)]
+    assert errors(IO_PROGRAM) == []
+    assert round_trips(program)
+
+
+def test_input_and_output_files_follow_the_directives(tmp_path):
+    from evita.runtime.inputs import OutputFile, output_files, printsize_relations, resolve_inputs
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "edges.txt").write_text("a,b\n1,x\n2,y\n3,z\n")
+    program = parse_program(IO_PROGRAM, "io.dl")
+    edge = resolve_inputs(program, (), str(tmp_path))["edge"]
+    assert (edge.path, edge.delimiter, edge.headers) == (str(tmp_path / "data" / "edges.txt"), ",", True)
+    assert output_files(program, "out") == [OutputFile("big", "out/big.tsv", "\t", False),
+                                            OutputFile("big", "out/sub/big.csv", ",", True)]
+    assert printsize_relations(program) == ["big", "edge"]
+
+
+@pytest.mark.parametrize("directive, expected", [
+    ('.output r(compress=true)', (3, 11, ".output r: compress= (compressed files) is not supported yet")),
+    ('.input r(IO=sqlite, dbname="x.db")', (3, 10, ".input r: IO=sqlite (the SQLite format) is not supported yet")),
+    ('.output r(IO=json)', (3, 11, ".output r: IO=json (the JSON format) is not supported yet")),
+    ('.input r(headers=yes)', (3, 10, ".input r: headers=yes is neither true nor false")),
+    ('.output r(colour="red")', (3, 11, ".output r: Evita does not support parameter colour")),
+    ('.input r(delimiter="ab")', (3, 10, ".input r: the delimiter must be one character, got 'ab'")),
+    ('.input r\n.input r(filename="b")', (4, 8, ".input r: a second .input of one relation is not supported yet "
+                                          "(the first is at line 3)")),
+])
+def test_bad_io_parameters_are_positioned(directive, expected):
+    from evita.runtime.inputs import check_io_params
+
+    program = parse_program(f".decl r(x: number)\nr(1).\n{directive}\n", "io.dl")
+    found = [(d.span.line, d.span.col, d.message) for d in check_io_params(program)]
+    assert found == [expected]
+
+
+def test_io_parameters_on_spark_read_headers_and_write_every_output(spark, tmp_path, capsys):
+    """One run on the small backend: the facts file named by filename=, with a header
+    and commas; two .output files of one relation; .printsize lines."""
+    from evita.runtime.cli_commands import print_sizes
+    from evita.runtime.engine import run
+    from evita.runtime.inputs import output_files, printsize_relations, resolve_inputs
+    from evita.runtime.io import gather_inputs, write_text_outputs
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "edges.txt").write_text("a,b\n1,x\n2,y\n3,z\n")
+    program = check_program(parse_program(IO_PROGRAM, "io.dl"))
+    dataflow = plan(program)
+    inputs = gather_inputs(spark, dataflow, files=resolve_inputs(program, (), str(tmp_path)))
+    result = run(dataflow, spark, inputs, local=True)
+    out = tmp_path / "out"
+    columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
+    write_text_outputs(result, output_files(program, str(out), dataflow.outputs), columns)
+    assert (out / "big.tsv").read_text() == "2\ty\n3\tz\n"
+    assert (out / "sub" / "big.csv").read_text() == "a,b\n2,y\n3,z\n"
+    print_sizes(result, printsize_relations(program))
+    assert capsys.readouterr().out == "big\t2\nedge\t3\n"
