@@ -33,7 +33,8 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
                    help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
     c.add_argument("-D", "--output-dir", dest="souffle_out", metavar="DIR",
-                   help="Soufflé style: write DIR/REL.csv (tab-separated) for each .output relation")
+                   help="Soufflé style: write each .output directive to DIR/REL.csv (tab-separated), "
+                        "or as its filename=, delimiter= and headers= say")
     c.add_argument("--output", metavar="DIR", help="write the shown relations to DIR/REL.csv or DIR/REL.parquet")
     c.add_argument("--format", choices=("csv", "parquet"), default="csv", help="format for --output")
     if common is None:

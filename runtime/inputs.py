@@ -28,7 +28,8 @@ IO_PARAMS = {"input": ("IO", "filename", "delimiter", "headers", "rfc4180"),
 # Soufflé's parameters and IO kinds Evita knows of but does not implement yet.
 NOT_YET_PARAMS = {"compress": "compressed files", "columns": "reading some columns only",
                   "attributeNames": "column names in a header", "dbname": "SQLite", "params": "JSON parameters",
-                  "name": "SQLite", "fact-dir": "a facts directory per relation", "output-dir": "an output directory per relation"}
+                  "name": "SQLite", "fact-dir": "a facts directory per relation",
+                  "output-dir": "an output directory per relation"}
 NOT_YET_IO = {"sqlite": "the SQLite format", "json": "the JSON format", "stdin": "reading standard input",
               "stdout": "writing standard output", "stdoutprintsize": "printing sizes through IO="}
 

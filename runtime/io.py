@@ -193,7 +193,7 @@ def write_text_outputs(result, files: list, columns: dict | None = None) -> list
             tables[f.relation] = csv_lines(_arrow_table(result, f.relation), "\x00")
         lines = [line.replace("\x00", f.delimiter) for line in tables[f.relation]]
         if f.headers:
-            names = (columns or {}).get(f.relation) or [f"c{i}" for i in range(len(result.relations[f.relation].columns))]
+            names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             lines = [f.delimiter.join(names)] + lines
         Path(f.path).parent.mkdir(parents=True, exist_ok=True)
         with open(f.path, "w", encoding="utf-8") as fh:
