@@ -177,7 +177,9 @@ class _Preprocessor:
             return (name in self.macros) == (word == "ifdef")
         value = _evaluate(self.expand(_defined(rest, self.macros), number, col))
         if value is None:
-            self.error(f"#if {rest.strip()} is not an integer expression", number, col, rest.strip(),
+            line = self.text.split("\n")[number - 1]
+            at = line.find(rest.strip(), col) + 1 if rest.strip() else col
+            self.error(f"#if {rest.strip()} is not an integer expression", number, at or col, rest.strip(),
                        "write #if 0, #if 1, #if defined(NAME), or a comparison of numbers and macros")
             return False
         return value != 0

@@ -240,7 +240,7 @@ def test_macros_flow_into_and_out_of_included_files(tmp_path):
     ("\n#ifdef X\nr(1).\n", ("preprocessor", 2, 1, "#ifdef without #endif")),
     ("#endif\n", ("preprocessor", 1, 1, "#endif without #if")),
     ("#if 1\n#else\n#else\n#endif\n", ("preprocessor", 3, 1, "#else after #else")),
-    ("#if x +\n#endif\n", ("preprocessor", 1, 1, "#if x + is not an integer expression")),
+    ("#if x +\n#endif\n", ("preprocessor", 1, 5, "#if x + is not an integer expression")),
     ("#define\n", ("preprocessor", 1, 1, "#define needs a macro name, got ''")),
     ("#define F(x) r(x)\nF(1, 2).\n", ("preprocessor", 2, 1, "macro F takes 1 argument, not 2")),
     ("#error stop here\n", ("preprocessor", 1, 1, "#error stop here")),
