@@ -653,6 +653,9 @@ class _Builder(Transformer):
             if x.call.name.startswith("f_"):
                 return Select(self._term(x), span)
             return replace(self._atom(x.call), negated=True, span=span)
+        if isinstance(x, BodyAggregate):
+            self._error("syntax", "an aggregate is a value, not a condition", span, "",
+                        "compare it or bind it: n = count : { ... }, or count : { ... } > 0")
         if isinstance(x, BinOp) and x.op == "=":  # `n = count : { ... }`: the literal form
             if isinstance(x.left, Var) and isinstance(x.right, BodyAggregate):
                 return replace(x.right, var=x.left, span=span)
@@ -686,6 +689,10 @@ class _Builder(Transformer):
         return replace(ch[1], negated=True, span=self._span(meta))
 
     def agg_source(self, meta, ch):
+        if not ch:  # `{ }`
+            self._error("syntax", "an aggregate body needs at least one literal", self._span(meta), "{ }",
+                        "write what to count or sum over: count : { edge(x, _) }")
+            return [Const(True, BOOL, self._span(meta))]
         if len(ch) == 2:  # `! atom`
             return [self._negate_source(ch[1], self._span(meta))]
         x = ch[0]
@@ -1044,7 +1051,10 @@ class _Lowering:
         Without grouping variables the domain is the fact `L_aggk_unit(0).`"""
         name = f"{rule.name}_agg{k}"
         span = agg.span
-        grouping = tuple(Var(v, span) for v in _deep_vars(agg) if v in outside)
+        # `n = count : { ... }`: n is the result, not a grouping variable, unless an atom binds
+        # it too (then the literal compares, as in Soufflé)
+        result_only = {agg.var.name} - _bound_by([b for b in body if isinstance(b, Atom)]) if agg.var else set()
+        grouping = tuple(Var(v, span) for v in _deep_vars(agg) if v in outside and v not in result_only)
         with_default = agg.func in ("count", "sum")
         positive = any(isinstance(b, Atom) and not b.negated for b in agg.body)
         inner_alone = positive and {g.name for g in grouping} <= _bound_by(agg.body)
@@ -1067,7 +1077,7 @@ class _Lowering:
         target = name
         if with_default:
             target = f"{name}_all"
-            value = Var(result.name, span)
+            value = Var(_unique([g.name for g in grouping] + [result.name])[-1], span)  # `x = sum ..(x)..`
             stmts.append(Rule(target, Atom(target, grouping + (value,), span=span),
                               (Atom(name, grouping + (value,), span=span),), False, None, rule.component, span))
             stmts.append(Rule(f"{name}_none", Atom(target, grouping + (Const(0, INT, span),), span=span),
@@ -1318,7 +1328,9 @@ def _bound_by(body) -> set:
 def _domain_literals(body: list, at) -> list:
     """The literals of a rule's body that bind the outer variables an aggregate sees: all
     but the aggregates and what depends on their results (`n > 3` after `n = count : ..`)."""
-    tainted = {lit.var.name for lit in body if isinstance(lit, BodyAggregate) and lit.var is not None}
+    # an aggregate's result taints what uses it, unless an atom binds the variable as well
+    tainted = {lit.var.name for lit in body if isinstance(lit, BodyAggregate) and lit.var is not None} \
+        - _bound_by([lit for lit in body if isinstance(lit, Atom)])
     kept: list = []
     candidates = [lit for i, lit in enumerate(body) if i != at and not isinstance(lit, BodyAggregate)
                   and not _aggregate_terms(lit)]

@@ -102,6 +102,25 @@ def test_a_variable_only_in_sibling_aggregates_is_local_to_each():
     assert got["r1_agg2"] == "r1_agg2 r1_agg2(count<*>) :- c(y)."
 
 
+def test_a_result_an_atom_binds_too_is_compared_and_still_groups():
+    got = rules("r1 p(x) :- a(x), x = sum y : { b(x, y) }.")
+    assert got["r1_agg1_dom"] == "r1_agg1_dom r1_agg1_dom(x) :- a(x)."
+    assert got["r1_agg1_all"] == "r1_agg1_all r1_agg1_all(x, x2) :- r1_agg1(x, x2)."
+    assert got["r1"] == "r1 p(x) :- a(x), r1_agg1_all(x, x)."
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("p(n) :- n = count : { }.", ("syntax", 1, 21, "an aggregate body needs at least one literal")),
+    ("p(n) :- n = count : { a(x) ; b(x) }.", ("syntax", 1, 13, "an aggregate body cannot hold a disjunction")),
+    ("p(n) :- a(n), count : { a(_) }.", ("syntax", 1, 15, "an aggregate is a value, not a condition")),
+    ("p(n) :- n = sum x : { a(y) }.", ("unsafe-rule", 1, 17, "rule rule1_agg1: variable x in the head is not bound")),
+    ("p(n) :- n = count : { a(x), x > y }.",
+     ("unsafe-rule", 1, 33, "rule rule1_agg1: variable y in the condition is not bound")),
+])
+def test_bad_aggregates_are_positioned(text, expected):
+    assert errors(text) == [expected]
+
+
 def test_aggregates_in_a_head_and_a_fact():
     got = rules("r1 p(x, count : { b(x, _) }) :- q(x).\ntotal(sum v : w(v)).")
     assert got["r1"] == "r1 p(x, _agg1) :- q(x), r1_agg1_all(x, _agg1)."
@@ -134,6 +153,7 @@ r(3). r(8).
 .decl maxcorr(x: number, m: number)
 .decl headagg(n: number)
 .decl bigger(x: number)
+.decl selfcount(x: number)
 cnt(n) :- n = count : { a(x), x > 3 }.
 cnt_false(n) :- n = count : { a(x), false }.
 cnt_empty(n) :- n = count : e(_).
@@ -150,6 +170,7 @@ meanv(v) :- v = mean x : a(x).
 maxcorr(x, m) :- q(x), m = max y : b(x, y).
 headagg(count : { q(_) }).
 bigger(x) :- q(x), x < count : { a(_) }.
+selfcount(x) :- q(x), x = count : { r(s), s > x }.
 """
 
 AGGREGATES_EXPECTED = {
@@ -158,6 +179,7 @@ AGGREGATES_EXPECTED = {
     "corr": {(1, 2), (2, 1), (9, 0)}, "corr_sum": {(1, 30), (2, 5), (9, 0)},
     "above": {(1, 3), (2, 3), (9, 0)}, "nested": {(1, 30), (2, 0), (9, 0)}, "meanv": {(4.25,)},
     "maxcorr": {(1, 20), (2, 5)}, "headagg": {(3,)}, "bigger": {(1,), (2,)},
+    "selfcount": {(2,)},
 }
 
 
