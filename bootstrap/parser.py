@@ -32,6 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
 from .inline import inline_relations
+from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
     Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
@@ -53,12 +54,14 @@ def _lark() -> Lark:
 # ---------------------------------------------------------------- public API
 
 def parse_program(text: str, path: str = "<string>", name: Optional[str] = None, *,
-                  _including: tuple = ()) -> Program:
+                  _including: tuple = (), _macros: Optional[dict] = None) -> Program:
     """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found.
-    `#include "FILE"` lines (C preprocessor style, as Soufflé programs use them) bring in
-    the statements of FILE, relative to the including file, where the line stands."""
+    The C preprocessor subset Soufflé programs use runs first (`preprocess.py`):
+    `#define`, `#ifdef` and the like, and `#include "FILE"`, which brings in the
+    statements of FILE, relative to the including file, where the line stands."""
     text_as_given = text
-    text, includes = _take_includes(text)
+    pre = preprocess(text, path, _macros, including=_including)
+    text = pre.text
     tree = _parse_tree(text, path, "start")
     builder = _Builder(path)
     try:
@@ -69,8 +72,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     statements = lowering.run(items.children if hasattr(items, "children") else items)
     if lowering.diagnostics:
         raise EvitaError(lowering.diagnostics, source=text)
-    if includes:
-        statements = _spliced(statements, includes, path, text_as_given, _including)
+    if pre.includes:
+        statements = _spliced(statements, pre.includes, path, text_as_given, _including)
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -79,27 +82,14 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     return Program(name or _program_name(path), tuple(statements), path, dialect, text_as_given)
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+(?:"([^"\n]*)"|<([^>\n]*)>)[ \t]*(?://[^\n]*)?$', re.M)
-
-
-def _take_includes(text: str) -> tuple:
-    """(the text with each #include line blanked, so positions stay, [(line, col, name)])."""
-    found = []
-    for m in _INCLUDE.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        found.append((line, m.start() - text.rfind("\n", 0, m.start()), m.group(1) or m.group(2) or ""))
-    if not found:
-        return text, []
-    return _INCLUDE.sub(lambda m: "", text), found
-
-
 def _spliced(statements: list, includes: list, path: str, text: str, including: tuple) -> list:
     from .source import read_source
 
     here = Path(path).resolve() if path and not path.startswith("<") else None
     base = here.parent if here else Path.cwd()
     out = list(statements)
-    for line, col, name in reversed(includes):  # later lines first: earlier indices stay valid
+    for inc in reversed(includes):  # later lines first: earlier indices stay valid
+        line, col, name = inc.line, inc.col, inc.name
         target = (base / name).resolve()
         span = Span(path, line, col)
         if not name or not target.is_file():
@@ -112,7 +102,8 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
                                          f"{' -> '.join(p.name for p in including + ((here,) if here else ()))})",
                                          span, f'#include "{name}"', "remove the #include that closes the cycle")],
                              source=text)
-        inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()))
+        inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()),
+                              _macros=inc.macros)
         at = next((i for i, s in enumerate(out) if getattr(s, "span", None) is not None
                    and s.span.file == path and s.span.line > line), len(out))
         out[at:at] = list(inner.statements)
@@ -190,7 +181,7 @@ def _unsupported_region(text: str, offset: int):
     """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
     record or ADT type), so that its braces do not cause a cascade of errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".printsize", ".limitsize")):
+    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".limitsize")):
         if rest.startswith(".comp"):
             return offset, _past_groups(text, offset)
         return offset, offset + len(rest.split("\n", 1)[0])
@@ -280,7 +271,8 @@ _WORDS = {
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
-_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PLAN", "TYPE", "OLD_TYPE"}
+_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PRINTSIZE", "PLAN", "TYPE",
+                    "OLD_TYPE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
               "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
               "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
@@ -372,10 +364,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".type", ".number_type", ".symbol_type", ".plan")
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan")
 # Soufflé directives Evita knows of but does not run yet.
 _NOT_YET = {".functor": "user-defined functors", ".comp": "components", ".init": "components",
-            ".override": "components", ".pragma": "pragmas", ".printsize": "printing relation sizes",
+            ".override": "components", ".pragma": "pragmas",
             ".limitsize": "size limits"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
@@ -661,6 +653,14 @@ class _Builder(Transformer):
             if x.call.name.startswith("f_"):
                 return Select(self._term(x), span)
             return replace(self._atom(x.call), negated=True, span=span)
+        if isinstance(x, BodyAggregate):
+            self._error("syntax", "an aggregate is a value, not a condition", span, "",
+                        "compare it or bind it: n = count : { ... }, or count : { ... } > 0")
+        if isinstance(x, BinOp) and x.op == "=":  # `n = count : { ... }`: the literal form
+            if isinstance(x.left, Var) and isinstance(x.right, BodyAggregate):
+                return replace(x.right, var=x.left, span=span)
+            if isinstance(x.right, Var) and isinstance(x.left, BodyAggregate):
+                return replace(x.left, var=x.right, span=span)
         return Select(self._term(x), span)
 
     def _atom(self, call: _RawCall, what: str = "an atom") -> Atom:
@@ -689,6 +689,10 @@ class _Builder(Transformer):
         return replace(ch[1], negated=True, span=self._span(meta))
 
     def agg_source(self, meta, ch):
+        if not ch:  # `{ }`
+            self._error("syntax", "an aggregate body needs at least one literal", self._span(meta), "{ }",
+                        "write what to count or sum over: count : { edge(x, _) }")
+            return [Const(True, BOOL, self._span(meta))]
         if len(ch) == 2:  # `! atom`
             return [self._negate_source(ch[1], self._span(meta))]
         x = ch[0]
@@ -702,25 +706,22 @@ class _Builder(Transformer):
         atom = self._atom(x) if isinstance(x, _RawCall) else x
         return replace(atom, negated=True, span=span)
 
-    def lit_agg_count(self, meta, ch):
-        target, _, _, body = ch
-        return self._body_aggregate(target, "count", None, body, self._span(meta))
+    def agg_count_term(self, meta, ch):  # Soufflé `count : { ... }` as a term
+        return self._body_aggregate("count", None, ch[1], self._span(meta))
 
-    def lit_agg(self, meta, ch):
-        target, _, fn, expr, _, body = ch
-        return self._body_aggregate(target, _AGG_NAMES[fn.value], self._term(expr), body, self._span(meta))
+    def agg_term(self, meta, ch):  # `sum x : { ... }`, `max s : r(s)`
+        fn, expr, _, body = ch
+        return self._body_aggregate(_AGG_NAMES[fn.value], self._term(expr), body, self._span(meta))
 
-    def _body_aggregate(self, target, func, expr, body, span):
-        if not isinstance(target, Var):
-            self._error("syntax", "the result of a body aggregate must be a variable",
-                        getattr(target, "span", span), "", "write `V = count : { ... }`")
-            target = Var("_agg", span)
+    def _body_aggregate(self, func, expr, body, span):
+        """A Soufflé aggregate term (`var` None); `V = AGG` at a literal's top level becomes
+        the literal form (`var` V), see `_literal`."""
         body = _flatten(body)
         if any(isinstance(b, _Group) for b in body):
             self._error("syntax", "an aggregate body cannot hold a disjunction", span, "",
                         "write one aggregate per alternative")
             body = [b for b in body if not isinstance(b, _Group)]
-        return BodyAggregate(target, func, expr, tuple(body), span)
+        return BodyAggregate(None, func, expr, tuple(body), span)
 
     # -- bodies
     def conj(self, meta, ch):
@@ -809,7 +810,7 @@ class _Builder(Transformer):
         return (key.value, text)
 
     def io(self, meta, ch):
-        direction = "input" if ch[0].type == "INPUT" else "output"
+        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize"}[ch[0].type]
         return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
 
     def plan(self, meta, ch):
@@ -850,7 +851,7 @@ class _Lowering:
         self.diagnostics = list(diagnostics)
         self.columns: dict = {}  # relation -> column names, or None if declared without names
         self.rule_count = 0
-        self.aggregate_helpers: list = []  # (helper rule, grouping var names, result var name)
+        self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
 
     def error(self, code, message, span, text="", hint=""):
@@ -911,6 +912,9 @@ class _Lowering:
     # -- clauses
     def _clause(self, c: _Clause, component, out):
         words = [w.value for w in c.words]
+        if c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
+                and any(_aggregate_terms(a) for a in c.head.args):
+            c = replace(c, body=[])  # `total(sum x : v(x)).`: a rule; its aggregates make its body
         if c.body is None:
             if words == ["query"]:
                 out.append(Query(self._head(c, "a query"), c.span))
@@ -998,55 +1002,105 @@ class _Lowering:
 
     # -- rules
     def _rule(self, rule: Rule, out):
+        """Aggregates (Soufflé's, anywhere in the head or the body) become helper rules
+        that come right before the rule; then `=` becomes `:=` or `==`."""
         body = [self.resolve_literal(b) for b in rule.body]
+        outside: set = set(_outer_vars(rule.head))
+        for lit in body:
+            outside.update(_outer_vars(lit))
         helpers: list = []
-        lowered = []
+        lowered: list = []
         count = 0
         for i, lit in enumerate(body):
-            if isinstance(lit, BodyAggregate):
+            if isinstance(lit, BodyAggregate) and lit.var is not None:  # `n = count : { ... }`
                 count += 1
-                others = [rule.head] + [b for j, b in enumerate(body) if j != i]
-                helper, replacement = self._aggregate_helper(rule, lit, count, others)
-                helpers.extend(helper)
-                lowered.append(replacement)
-            else:
-                lowered.append(lit)
+                lowered.append(self._aggregate_helper(rule, body, i, lit, lit.var, count, outside, helpers))
+                continue
+            results: dict = {}  # id(aggregate term) -> the variable holding its value
+            for agg in _aggregate_terms(lit):
+                count += 1
+                results[id(agg)] = Var(f"_agg{count}", agg.span)
+                lowered.append(self._aggregate_helper(rule, body, i, agg, results[id(agg)], count, outside,
+                                                      helpers))
+            lowered.append(_with_aggregates_replaced(lit, results) if results else lit)
+        head = rule.head
+        results = {}
+        for agg in _aggregate_terms(head):  # `r(x, count : { ... }) :- ...`
+            count += 1
+            results[id(agg)] = Var(f"_agg{count}", agg.span)
+            lowered.append(self._aggregate_helper(rule, body, None, agg, results[id(agg)], count, outside,
+                                                  helpers))
+        if results:
+            head = _with_aggregates_replaced(head, results)
         out.extend(helpers)
-        self._rule_equalities(replace(rule, body=tuple(lowered)), out)
+        self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
 
     def _rule_equalities(self, rule: Rule, out):
         out.append(replace(rule, body=tuple(_lower_equalities(list(rule.body)))))
 
-    def _aggregate_helper(self, rule: Rule, agg: BodyAggregate, k: int, others: list):
+    def _aggregate_helper(self, rule: Rule, body: list, at, agg: BodyAggregate, result: Var, k: int,
+                          outside: set, out: list) -> Atom:
+        """Soufflé's aggregate `F E : { BODY }` at body position `at` of `rule`, as helper
+        rules (docs/language.md, "Lowering"); returns the atom that replaces it. The
+        aggregate is evaluated per binding of its grouping variables (those of BODY the
+        rest of the rule also uses); count and sum of an empty group are 0:
+            L_aggk(g.., F<E>) :- [L_aggk_dom(g..),] BODY.
+            L_aggk_dom(g..) :- the rest of the rule's body.           (when needed)
+            L_aggk_all(g.., v) :- L_aggk(g.., v).                     (count, sum)
+            L_aggk_none L_aggk_all(g.., 0) :- L_aggk_dom(g..), !L_aggk(g.., _).
+        Without grouping variables the domain is the fact `L_aggk_unit(0).`"""
         name = f"{rule.name}_agg{k}"
-        inner_vars: list = []
-        for lit in agg.body:
-            for v in _literal_vars(lit):
-                if v not in inner_vars:
-                    inner_vars.append(v)
-        outside: set = set()
-        for o in others:
-            outside.update(_literal_vars(o))
-        grouping = [v for v in inner_vars if v in outside]
-        head_args = tuple(Var(v, agg.span) for v in grouping) + (Aggregate(agg.func, agg.expr, agg.span),)
-        helper = Rule(name, Atom(name, head_args, span=agg.span), agg.body, False, None,
-                      rule.component, agg.span)
-        sub_out: list = []
-        self._rule(helper, sub_out)  # nested aggregates and `=` inside the aggregate body
-        self.aggregate_helpers.append((name, grouping, agg.var.name))
-        replacement = Atom(name, tuple(Var(v, agg.span) for v in grouping) + (agg.var,), span=agg.span)
-        return sub_out, replacement
+        span = agg.span
+        # `n = count : { ... }`: n is the result, not a grouping variable, unless an atom binds
+        # it too (then the literal compares, as in Soufflé)
+        result_only = {agg.var.name} - _bound_by([b for b in body if isinstance(b, Atom)]) if agg.var else set()
+        grouping = tuple(Var(v, span) for v in _deep_vars(agg) if v in outside and v not in result_only)
+        with_default = agg.func in ("count", "sum")
+        positive = any(isinstance(b, Atom) and not b.negated for b in agg.body)
+        inner_alone = positive and {g.name for g in grouping} <= _bound_by(agg.body)
+        domain = None
+        stmts: list = []
+        if grouping and (with_default or not inner_alone):
+            domain = Atom(f"{name}_dom", grouping, span=span)
+            self._rule(Rule(domain.relation, domain, tuple(_domain_literals(body, at)), False, None,
+                            rule.component, span), stmts)
+            self._helper_relation(domain.relation, [g.name for g in grouping])
+        elif not grouping and (with_default or not positive):
+            stmts.append(Fact(Atom(f"{name}_unit", (Const(0, INT, span),), span=span), rule.component, span))
+            domain = Atom(f"{name}_unit", (Wildcard(span),), span=span)
+            self._helper_relation(f"{name}_unit", ["unit"])
+        inner = ((domain,) if domain is not None and not inner_alone else ()) + tuple(agg.body)
+        helper = Rule(name, Atom(name, grouping + (Aggregate(agg.func, agg.expr, span),), span=span), inner,
+                      False, None, rule.component, span)
+        self._rule(helper, stmts)  # nested aggregates and `=` inside the aggregate body
+        self._helper_relation(name, [g.name for g in grouping] + [result.name])
+        target = name
+        if with_default:
+            target = f"{name}_all"
+            value = Var(_unique([g.name for g in grouping] + [result.name])[-1], span)  # `x = sum ..(x)..`
+            stmts.append(Rule(target, Atom(target, grouping + (value,), span=span),
+                              (Atom(name, grouping + (value,), span=span),), False, None, rule.component, span))
+            stmts.append(Rule(f"{name}_none", Atom(target, grouping + (Const(0, INT, span),), span=span),
+                              (domain, Atom(name, grouping + (Wildcard(span),), negated=True, span=span)),
+                              False, None, rule.component, span))
+            self._helper_relation(target, [g.name for g in grouping] + [result.name])
+        out.extend(stmts)
+        return Atom(target, grouping + (result,), span=span)
+
+    def _helper_relation(self, name: str, columns: list):
+        self.aggregate_helpers.append((name, _unique([c.lower().lstrip("_") or "v" for c in columns])))
 
     def declare_helpers(self, statements: list) -> list:
-        """Soufflé programs declare every relation: declare the aggregate helpers too."""
-        info = {name: (grouping, result) for name, grouping, result in self.aggregate_helpers}
+        """Soufflé programs declare every relation: declare the aggregate helpers too,
+        each right before the first statement that derives it."""
+        info = dict(self.aggregate_helpers)
+        declared = set(self.columns)
         out = []
         for s in statements:
-            if isinstance(s, Rule) and s.head.relation in info and s.name == s.head.relation \
-                    and s.head.relation not in self.columns:
-                grouping, result = info[s.head.relation]
-                names = _unique([g.lower() for g in grouping] + [result.lower()])
-                out.append(Declaration(s.head.relation, tuple(Column(n, "any") for n in names),
+            atom = s.head if isinstance(s, Rule) else s.atom if isinstance(s, Fact) else None
+            if atom is not None and atom.relation in info and atom.relation not in declared:
+                declared.add(atom.relation)
+                out.append(Declaration(atom.relation, tuple(Column(n, "any") for n in info[atom.relation]),
                                        None, "decl", s.span))
             out.append(s)
         return out
@@ -1145,22 +1199,156 @@ def _expand(items: list) -> list:
     return results
 
 
-# -- Soufflé `=`
+# -- Soufflé aggregates
 
-def _literal_vars(lit) -> list:
-    if isinstance(lit, Atom):
-        return atom_vars(lit)
-    if isinstance(lit, Select):
-        return term_vars(lit.expr)
+def _children_of(node) -> tuple:
+    """The sub-terms of a term or literal (an aggregate's body is not among them: its
+    variables are its own unless the rest of the rule shares them)."""
+    if isinstance(node, (Atom, Call)):
+        return node.args
+    if isinstance(node, ListExpr):
+        return node.items
+    if isinstance(node, BinOp):
+        return node.left, node.right
+    if isinstance(node, UnOp):
+        return (node.arg,)
+    if isinstance(node, Cond):
+        return node.test, node.then, node.other
+    if isinstance(node, Aggregate):
+        return () if node.arg is None else (node.arg,)
+    if isinstance(node, Select):
+        return (node.expr,)
+    if isinstance(node, Assign):
+        return node.var, node.expr
+    return ()
+
+
+def _outer_vars(node) -> list:
+    """Variables of a literal or term outside any aggregate body (an aggregate literal
+    contributes its result variable)."""
+    if isinstance(node, Var):
+        return [node.name]
+    if isinstance(node, BodyAggregate):
+        return [node.var.name] if node.var is not None else []
+    out: list = []
+    for child in _children_of(node):
+        out += [v for v in _outer_vars(child) if v not in out]
+    return out
+
+
+def _deep_vars(agg: BodyAggregate) -> list:
+    """Every variable of an aggregate's expression and body, nested aggregates included:
+    those the rest of the rule also uses are its grouping variables."""
+    out: list = []
+
+    def walk(node):
+        if isinstance(node, Var):
+            if node.name not in out:
+                out.append(node.name)
+        elif isinstance(node, BodyAggregate):
+            if node.var is not None:
+                walk(node.var)
+            if node.expr is not None:
+                walk(node.expr)
+            for lit in node.body:
+                walk(lit)
+        else:
+            for child in _children_of(node):
+                walk(child)
+    if agg.expr is not None:
+        walk(agg.expr)
+    for lit in agg.body:
+        walk(lit)
+    return out
+
+
+def _aggregate_terms(node) -> list:
+    """The outermost aggregate terms inside a literal or term, in source order."""
+    if isinstance(node, BodyAggregate):
+        return [node]
+    return [a for child in _children_of(node) for a in _aggregate_terms(child)]
+
+
+def _with_aggregates_replaced(node, results: dict):
+    """`node` with each aggregate term whose id is in `results` replaced by its variable."""
+    if isinstance(node, BodyAggregate):
+        return results.get(id(node), node)
+
+    def sub(x):
+        return _with_aggregates_replaced(x, results)
+    if isinstance(node, (Atom, Call)):
+        return replace(node, args=tuple(sub(a) for a in node.args))
+    if isinstance(node, ListExpr):
+        return replace(node, items=tuple(sub(a) for a in node.items))
+    if isinstance(node, BinOp):
+        return replace(node, left=sub(node.left), right=sub(node.right))
+    if isinstance(node, UnOp):
+        return replace(node, arg=sub(node.arg))
+    if isinstance(node, Cond):
+        return replace(node, test=sub(node.test), then=sub(node.then), other=sub(node.other))
+    if isinstance(node, Select):
+        return replace(node, expr=sub(node.expr))
+    if isinstance(node, Assign):
+        return replace(node, expr=sub(node.expr))
+    return node
+
+
+def _equated(lit):
+    """(variable, expression) of `v = E`, `E = v` or `v := E`, else None."""
     if isinstance(lit, Assign):
-        return [lit.var.name] + [v for v in term_vars(lit.expr) if v != lit.var.name]
-    if isinstance(lit, BodyAggregate):
-        out = [lit.var.name]
-        for b in lit.body:
-            out += [v for v in _literal_vars(b) if v not in out]
-        return out
-    return []
+        return lit.var.name, lit.expr
+    if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "=":
+        if isinstance(lit.expr.left, Var):
+            return lit.expr.left.name, lit.expr.right
+        if isinstance(lit.expr.right, Var):
+            return lit.expr.right.name, lit.expr.left
+    return None
 
+
+def _bound_by(body) -> set:
+    """Variables a body binds by itself: positive atoms, aggregate results, then `=`
+    whose other side is bound."""
+    bound: set = set()
+    for lit in body:
+        if isinstance(lit, Atom) and not lit.negated:
+            bound.update(a.name for a in lit.args if isinstance(a, Var))
+        elif isinstance(lit, BodyAggregate) and lit.var is not None:
+            bound.add(lit.var.name)
+    changed = True
+    while changed:
+        changed = False
+        for lit in body:
+            eq = _equated(lit)
+            if eq and eq[0] not in bound and set(_outer_vars(eq[1])) <= bound:
+                bound.add(eq[0])
+                changed = True
+    return bound
+
+
+def _domain_literals(body: list, at) -> list:
+    """The literals of a rule's body that bind the outer variables an aggregate sees: all
+    but the aggregates and what depends on their results (`n > 3` after `n = count : ..`)."""
+    # an aggregate's result taints what uses it, unless an atom binds the variable as well
+    tainted = {lit.var.name for lit in body if isinstance(lit, BodyAggregate) and lit.var is not None} \
+        - _bound_by([lit for lit in body if isinstance(lit, Atom)])
+    kept: list = []
+    candidates = [lit for i, lit in enumerate(body) if i != at and not isinstance(lit, BodyAggregate)
+                  and not _aggregate_terms(lit)]
+    changed = True
+    while changed:  # taint spreads through `x = n + 1`
+        changed = False
+        for lit in candidates:
+            eq = _equated(lit)
+            if eq and eq[0] not in tainted and set(_outer_vars(eq[1])) & tainted:
+                tainted.add(eq[0])
+                changed = True
+    for lit in candidates:
+        if not set(_outer_vars(lit)) & tainted:
+            kept.append(lit)
+    return kept
+
+
+# -- Soufflé `=`
 
 def _eq_to_eqeq(term):
     """Every `=` left inside a term is Soufflé's spelling of the comparison `==`."""

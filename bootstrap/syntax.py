@@ -163,8 +163,10 @@ class Assign:
 
 @dataclass(frozen=True)
 class BodyAggregate:
-    """Soufflé's `V = count : { body }` / `V = sum E : { body }` (lowered to a helper rule)."""
-    var: Var
+    """Soufflé's aggregate `count : { body }` / `sum E : { body }`: a literal `V = AGG`
+    (`var` V) or a term anywhere in a rule (`var` None). The parser lowers both to
+    helper rules; nothing after it sees one."""
+    var: Optional[Var]
     func: str
     expr: object  # None for count
     body: tuple

@@ -214,8 +214,7 @@ class _Decoder:
                            r["style"], self.span(r), tuple(q["qualifier"] for q in qualifiers))
 
     def io(self, r) -> IODirective:
-        params = [p for p in self.t["io_param"]
-                  if p["relation"] == r["relation"] and p["direction"] == r["direction"]]
+        params = [p for p in self.t["io_param"] if p["pos"] == r["pos"]]
         params.sort(key=lambda p: (p["seq"] is None, p["seq"] or 0, p["key"]))
         return IODirective(r["direction"], r["relation"], tuple((p["key"], p["value"]) for p in params),
                            self.span(r))

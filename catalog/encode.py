@@ -309,15 +309,14 @@ class _Encoder:
 
     def io(self, pos: int, d: IODirective) -> None:
         info = self.mention(d.relation, None, d.span)
-        if info[d.direction]:
-            _fail("duplicate-directive", f".{d.direction} {d.relation} appears twice", d, "keep one")
-        info[d.direction] = True
+        if d.direction in ("input", "output"):  # several are allowed: `.output R` to two files
+            info[d.direction] = True
         line, col = _line_col(d.span)
         self.rows.add("io", program=self.pid, relation=d.relation, direction=d.direction, pos=pos,
                       line=line, col=col)
         for seq, (key, value) in enumerate(d.params):
             self.rows.add("io_param", program=self.pid, relation=d.relation, direction=d.direction,
-                          key=key, value=_text(value), seq=seq)
+                          key=key, value=_text(value), seq=seq, pos=pos)
 
     def type_decl(self, pos: int, t: TypeDecl) -> None:
         line, col = _line_col(t.span)

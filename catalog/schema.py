@@ -261,21 +261,23 @@ TABLES = (
         ("predicate", STRING, "predicate id of the queried atom"),
         _LINE, _COL,
     ], ["id"], order=["program", "pos"]),
-    _t("io", "Soufflé `.input` / `.output` directives.", [
+    _t("io", "Soufflé `.input` / `.output` / `.printsize` directives; a relation may have several "
+       "(`.output` to two files).", [
         ("program", STRING, "program id"),
         ("relation", STRING, "relation name"),
-        ("direction", STRING, "'input' or 'output'"),
+        ("direction", STRING, "'input', 'output' or 'printsize'"),
         ("pos", INT, "statement ordinal"),
         _LINE, _COL,
-    ], ["program", "relation", "direction"], order=["program", "pos"]),
+    ], ["program", "pos"], order=["program", "pos"]),
     _t("io_param", "Parameters of I/O directives (`filename=\"x\"`), one row each.", [
         ("program", STRING, "program id"),
         ("relation", STRING, "relation name"),
-        ("direction", STRING, "'input' or 'output'"),
+        ("direction", STRING, "'input', 'output' or 'printsize'"),
         ("key", STRING, "parameter name"),
         ("value", STRING, "parameter value"),
         ("seq", INT, "0-based position in the parameter list"),
-    ], ["program", "relation", "direction", "key"], order=["program", "relation", "direction", "seq"]),
+        ("pos", INT, "statement ordinal of the directive (`io.pos`)"),
+    ], ["program", "pos", "key"], order=["program", "pos", "seq"]),
     _t("version", "Catalog versions of a program: version 0 is the parse, then one per stage that ran. "
        "The rows of every version are in database evita_history (columns `version`, `status`). A compile "
        "that fails leaves the versions of the last good one and adds its own with status 'failed'.", [

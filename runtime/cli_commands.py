@@ -33,7 +33,8 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
                    help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
     c.add_argument("-D", "--output-dir", dest="souffle_out", metavar="DIR",
-                   help="Soufflé style: write DIR/REL.csv (tab-separated) for each .output relation")
+                   help="Soufflé style: write each .output directive to DIR/REL.csv (tab-separated), "
+                        "or as its filename=, delimiter= and headers= say")
     c.add_argument("--output", metavar="DIR", help="write the shown relations to DIR/REL.csv or DIR/REL.parquet")
     c.add_argument("--format", choices=("csv", "parquet"), default="csv", help="format for --output")
     if common is None:
@@ -88,7 +89,8 @@ def cmd_run(args) -> int:
     from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
     from .inputs import not_given, resolve_inputs
-    from .io import Inputs, gather_inputs, write_outputs
+    from .inputs import output_files, printsize_relations
+    from .io import Inputs, gather_inputs, write_outputs, write_text_outputs
     from .phases import Phases
     from .session import spark_session
     from .statistics import measure
@@ -135,14 +137,16 @@ def cmd_run(args) -> int:
     for i, q in enumerate(dataflow.queries):
         frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
     with phases.phase("write outputs"):
-        if args.souffle_out:
-            write_outputs(result, dataflow.outputs, args.souffle_out, "csv", souffle=True)
+        if args.souffle_out:  # each .output directive: its filename, delimiter and headers
+            columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
+            write_text_outputs(result, output_files(program, args.souffle_out, dataflow.outputs), columns)
         if args.output:
             for path in write_outputs(result, shown, args.output, args.format):
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
         print_tables(console, frames)
+        print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
         for rel, n in sorted(inputs.skipped.items()):
@@ -191,6 +195,13 @@ def cmd_analyze(args) -> int:
     print(f"distinct counts are estimates (HyperLogLog++, relative standard deviation {DISTINCT_RSD:.0%}); "
           f"kept in {path} for later compiles of {program.name}")
     return 0
+
+
+def print_sizes(result, relations: list) -> None:
+    """Soufflé's `.printsize R`: a line `R<TAB>size` per relation after the run."""
+    for name in relations:
+        size = result.relations[name].count() if name in result.relations else 0
+        print(f"{name}\t{size}")
 
 
 def _num(v) -> str:

@@ -21,7 +21,17 @@ from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 
 COMMAND_LINE = S.Span("<command line>", 0, 0)
-IO_PARAMS = ("IO", "filename", "delimiter")  # the .input parameters Evita reads
+# The parameters Evita reads, per direction (Soufflé's names and meanings).
+IO_PARAMS = {"input": ("IO", "filename", "delimiter", "headers", "rfc4180"),
+             "output": ("IO", "filename", "delimiter", "headers"),
+             "printsize": ()}
+# Soufflé's parameters and IO kinds Evita knows of but does not implement yet.
+NOT_YET_PARAMS = {"compress": "compressed files", "columns": "reading some columns only",
+                  "attributeNames": "column names in a header", "dbname": "SQLite", "params": "JSON parameters",
+                  "name": "SQLite", "fact-dir": "a facts directory per relation",
+                  "output-dir": "an output directory per relation"}
+NOT_YET_IO = {"sqlite": "the SQLite format", "json": "the JSON format", "stdin": "reading standard input",
+              "stdout": "writing standard output", "stdoutprintsize": "printing sizes through IO="}
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,17 @@ class InputFile:
     delimiter: Optional[str]  # None: from the file's suffix
     span: S.Span  # the .input directive's relation name, else the command line
     option: bool = False  # given by --input (else by -F and the directive)
+    headers: bool = False  # Soufflé headers=true: the first line names the columns
+    quoted: bool = False  # Soufflé rfc4180=true: "..." fields, "" a quote inside them
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    """Where `evita run -D DIR` writes one `.output` directive of a relation."""
+    relation: str
+    path: str
+    delimiter: str
+    headers: bool
 
 
 def parse_input_option(text: str) -> tuple:
@@ -47,23 +68,64 @@ def input_directives(program: S.Program) -> dict:
 
 
 def check_io_params(program: S.Program) -> list:
-    """Diagnostics for `.input` parameters that would be ignored or cannot work: a
-    parameter that changes how a file reads must never be dropped silently."""
+    """Diagnostics for `.input`/`.output`/`.printsize` parameters that would be ignored or
+    cannot work, each at the parameter: a parameter that changes how a file reads or
+    writes must never be dropped silently."""
     out = []
-    for d in input_directives(program).values():
+    inputs_seen: dict = {}
+    for d in program.of(S.IODirective):
+        def bad(key, message, hint, text=None):
+            out.append(Diagnostic("io-param", f".{d.direction} {d.relation}: {message}", _at_text(program, d, key),
+                                  text if text is not None else key, hint))
         params = dict(d.params)
+        kind = str(params.get("IO", "file"))
+        if kind != "file":  # the other kinds' parameters are theirs: one error says it all
+            bad("IO", f"IO={kind} ({NOT_YET_IO[kind]}) is not supported yet" if kind in NOT_YET_IO else
+                f"IO={kind} is not an IO kind", "write IO=file, or leave IO out", f"IO={kind}")
+            continue
         for key, value in d.params:
-            if key not in IO_PARAMS:
-                out.append(Diagnostic("io-param", f".input {d.relation}: Evita does not support parameter {key}",
-                                      d.span, key, f"parameters Evita reads: {', '.join(IO_PARAMS)}"))
-        if params.get("IO", "file") != "file":
-            out.append(Diagnostic("io-param", f".input {d.relation}: IO={params['IO']} is not supported",
-                                  d.span, str(params["IO"]), "write IO=file, or leave IO out"))
+            if key in NOT_YET_PARAMS and not (key == "compress" and str(value) == "false"):
+                bad(key, f"{key}= ({NOT_YET_PARAMS[key]}) is not supported yet",
+                    f"parameters Evita reads here: {', '.join(IO_PARAMS[d.direction]) or 'none'}")
+            elif key not in IO_PARAMS[d.direction]:
+                bad(key, f"Evita does not support parameter {key}",
+                    f"parameters Evita reads here: {', '.join(IO_PARAMS[d.direction]) or 'none'}")
+            elif key in ("headers", "rfc4180") and str(value) not in ("true", "false"):
+                bad(key, f"{key}={value} is neither true nor false", f"write {key}=true or {key}=false")
         if "delimiter" in params and len(_unescape(str(params["delimiter"]))) != 1:
-            out.append(Diagnostic("io-param", f".input {d.relation}: the delimiter must be one character, "
-                                  f"got {params['delimiter']!r}", d.span, str(params["delimiter"]),
-                                  'for example delimiter="\\t" or delimiter=","'))
+            bad("delimiter", f"the delimiter must be one character, got {params['delimiter']!r}",
+                'for example delimiter="\\t" or delimiter=","', str(params["delimiter"]))
+        if d.direction == "input":
+            if d.relation in inputs_seen:
+                out.append(Diagnostic("io-param", f".input {d.relation}: a second .input of one relation is not "
+                                      f"supported yet (the first is at line {inputs_seen[d.relation].line})",
+                                      _at_relation(program, d), d.relation,
+                                      "read one file per relation; several .output of one relation are fine"))
+            inputs_seen.setdefault(d.relation, d.span)
     return out
+
+
+def output_files(program: S.Program, directory: str, outputs=None) -> list:
+    """An OutputFile per `.output` directive (Soufflé: DIR/`filename`, default REL.csv,
+    tab-separated unless `delimiter` says otherwise); `outputs` limits the relations
+    (those the compiled program still has)."""
+    files = []
+    for d in program.of(S.IODirective):
+        if d.direction != "output" or (outputs is not None and d.relation not in outputs):
+            continue
+        params = dict(d.params)
+        files.append(OutputFile(d.relation, str(Path(directory) / str(params.get("filename", f"{d.relation}.csv"))),
+                                _unescape(str(params.get("delimiter", "\t"))), str(params.get("headers")) == "true"))
+    return files
+
+
+def printsize_relations(program: S.Program) -> list:
+    """The relations of `.printsize` directives, in order, each once."""
+    names: list = []
+    for d in program.of(S.IODirective):
+        if d.direction == "printsize" and d.relation not in names:
+            names.append(d.relation)
+    return names
 
 
 def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = None) -> dict:
@@ -76,8 +138,10 @@ def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = No
         for rel, d in directives.items():
             params = dict(d.params)
             path = Path(facts_dir) / str(params.get("filename", f"{rel}.facts"))
-            files[rel] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "\t"))),
-                                   _at_relation(program, d))
+            quoted = str(params.get("rfc4180")) == "true"
+            files[rel] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
+                                   _at_relation(program, d), headers=str(params.get("headers")) == "true",
+                                   quoted=quoted)
     known = _relations(program)
     for text in options:
         rel, path = parse_input_option(text)
@@ -121,8 +185,17 @@ def _at_relation(program: S.Program, d: S.IODirective) -> S.Span:
     """The span of the relation's name in `.input REL(...)`, for the caret."""
     lines = program.text.splitlines()
     line = lines[d.span.line - 1] if 0 < d.span.line <= len(lines) else ""
-    at = line.find(d.relation, d.span.col - 1 + len(".input"))
+    at = line.find(d.relation, d.span.col - 1 + len(f".{d.direction}"))
     return S.Span(d.span.file, d.span.line, at + 1 if at >= 0 else d.span.col)
+
+
+def _at_text(program: S.Program, d: S.IODirective, text: str) -> S.Span:
+    """The span of `text` (a parameter's name) in the directive, else the relation's name."""
+    lines = program.text.splitlines()
+    line = lines[d.span.line - 1] if 0 < d.span.line <= len(lines) else ""
+    at = line.find(text, d.span.col - 1) if text else -1
+    return S.Span(d.span.file, d.span.line, at + 1, d.span.line, at + 1 + len(text)) if at >= 0 \
+        else _at_relation(program, d)
 
 
 def _unescape(value: str) -> str:

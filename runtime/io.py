@@ -169,25 +169,49 @@ def write_outputs(result, relations: list, directory: str, fmt: str = "csv", sou
     """Write each relation to DIR/REL.csv (one file, sorted, as Soufflé `-D` does) or
     DIR/REL.parquet. CSV rows are formatted column by column over Arrow (the table the
     driver holds for a small stratum, else the relation collected as Arrow batches)."""
-    os.makedirs(directory, exist_ok=True)
-    written = []
-    held = result.engine.tables if result.engine is not None else {}
-    for rel in relations:
-        target = Path(directory) / f"{rel}.{ 'parquet' if fmt == 'parquet' else 'csv'}"
-        if fmt == "parquet":
-            result.relations[rel].write.mode("overwrite").parquet(str(target))
-        else:
-            import pyarrow as pa
+    from .inputs import OutputFile
 
-            lists = rel in held and any(held[rel][c].dtype == object and len(held[rel]) and
-                                        isinstance(held[rel][c].iloc[0], tuple) for c in held[rel].columns)
-            table = pa.Table.from_pandas(held[rel], preserve_index=False) if rel in held and not lists else \
-                writable(result.relations[rel]).toArrow()  # lists are written as JSON, as Spark writes them
-            lines = csv_lines(table, "\t" if souffle else ",")
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write("".join(line + "\n" for line in lines))
-        written.append(str(target))
-    return written
+    if fmt == "parquet":
+        os.makedirs(directory, exist_ok=True)
+        written = []
+        for rel in relations:
+            target = Path(directory) / f"{rel}.parquet"
+            result.relations[rel].write.mode("overwrite").parquet(str(target))
+            written.append(str(target))
+        return written
+    return write_text_outputs(result, [OutputFile(rel, str(Path(directory) / f"{rel}.csv"), "\t" if souffle else ",",
+                                                  False) for rel in relations])
+
+
+def write_text_outputs(result, files: list, columns: dict | None = None) -> list:
+    """Write each OutputFile (Soufflé's `.output R(filename=..., delimiter=..., headers=true)`):
+    its rows sorted, the column names first when `headers`. A relation written to several
+    files is collected once."""
+    tables: dict = {}
+    for f in files:
+        if f.relation not in tables:
+            tables[f.relation] = csv_lines(_arrow_table(result, f.relation), "\x00")
+        lines = [line.replace("\x00", f.delimiter) for line in tables[f.relation]]
+        if f.headers:
+            names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
+            lines = [f.delimiter.join(names)] + lines
+        Path(f.path).parent.mkdir(parents=True, exist_ok=True)
+        with open(f.path, "w", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+    return [f.path for f in files]
+
+
+def _arrow_table(result, rel: str):
+    """The relation as Arrow: the table the driver holds for a small stratum, else the
+    relation collected as Arrow batches (lists written as JSON, as Spark writes them)."""
+    import pyarrow as pa
+
+    held = result.engine.tables if result.engine is not None else {}
+    lists = rel in held and any(held[rel][c].dtype == object and len(held[rel]) and
+                                isinstance(held[rel][c].iloc[0], tuple) for c in held[rel].columns)
+    if rel in held and not lists:
+        return pa.Table.from_pandas(held[rel], preserve_index=False)
+    return writable(result.relations[rel]).toArrow()
 
 
 def csv_lines(table, sep: str) -> list:

@@ -83,11 +83,18 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     from pyspark.sql import functions as F
 
     sep = f.delimiter or ("\t" if Path(f.path).suffix.lower() in TSV_SUFFIXES else ",")
-    quoted = f.delimiter is None and sep == ","  # a .csv given by --input: RFC 4180 quotes
+    # a .csv given by --input, or Soufflé's rfc4180=true: RFC 4180 quotes
+    quoted = f.quoted or (f.delimiter is None and sep == ",")
     # The ordinal is taken in the projection over the scan, before any filter could shift it.
     lines = spark.read.text(f.path).select(
         F.regexp_replace("value", "\r$", "").alias("value"), F.col("_metadata.file_path").alias("file"),
         F.col("_metadata.file_block_start").alias("block"), F.monotonically_increasing_id().alias("mid"))
+    if f.headers:  # Soufflé headers=true: the first line of the file (of its first split) is no row
+        from pyspark.sql import Window
+
+        first = F.min("mid").over(Window.partitionBy("file", "block"))
+        lines = lines.withColumn("value", F.when((F.col("block") == 0) & (F.col("mid") == first), F.lit(""))
+                                 .otherwise(F.col("value")))
     pattern = "\\Q" + sep + "\\E" + ('(?=(?:[^"]*"[^"]*")*[^"]*$)' if quoted else "")
     tokens = lines.withColumn("tokens", F.split("value", pattern, -1))
     values = [_unquoted(f"try_element_at(tokens, {i + 1})") if quoted else f"try_element_at(tokens, {i + 1})"

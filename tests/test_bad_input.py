@@ -33,7 +33,7 @@ NO_SPARK = [
     ("no_such_file.olg", "check", 1, "no-such-file", "no_such_file.olg:0:0"),
     ("noise.olg", "check", 1, "error-limit", "noise.olg:"),
     ("fact_type.dl", "check", 1, "fact-type", "fact_type.dl:3:9"),
-    ("io_param.dl", "check", 1, "io-param", "io_param.dl:2:1"),
+    ("io_param.dl", "check", 1, "io-param", "io_param.dl:2:22"),
 ]
 
 

@@ -35,8 +35,9 @@ from test_runtime import random_program, rename
 GOLDEN = FIXTURES / "golden" / "magic_sets"
 PROGRAMS = (sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMPLES.glob("*.dl"))
             + sorted((FIXTURES / "magic").glob("*.*")))
+# negation.dl: its count's helper relation is read with x bound (outdeg(x, n) :- node(x), ...)
 CHANGED = {"path_magic.olg", "shortest_path.olg", "several_queries.olg", "nonlinear.dl",
-           "negation_below.olg", "assign_select.olg", "constants.olg"}
+           "negation_below.olg", "assign_select.olg", "constants.olg", "negation.dl"}
 
 
 def magic_of(spark, path: Path):

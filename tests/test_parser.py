@@ -281,12 +281,15 @@ def test_souffle_equals_becomes_assignment_or_comparison():
 
 def test_body_aggregate_becomes_a_helper_rule_before_its_user():
     p = parse_program("r1 outdeg(x, n) :- node(x), n = count : { edge(x, _) }.\n"
-                      "total(s) :- s = sum w : { weight(_, w) }.")
-    helper, user, helper2, user2 = p.statements
+                      "total(s) :- max w : { weight(_, w) } = s.")
+    assert [s.name for s in p.rules] == ["r1_agg1_dom", "r1_agg1", "r1_agg1_all", "r1_agg1_none", "r1",
+                                         "rule2_agg1", "rule2"]
+    helper, user = p.rules[1], p.rules[4]
     assert helper == Rule("r1_agg1", Atom("r1_agg1", (Var("x"), Aggregate("count", None))),
                           (Atom("edge", (Var("x"), Wildcard())),))
-    assert user.body == (Atom("node", (Var("x"),)), Atom("r1_agg1", (Var("x"), Var("n"))))
-    assert helper2.head == Atom("rule2_agg1", (Aggregate("sum", Var("w")),))
+    assert user.body == (Atom("node", (Var("x"),)), Atom("r1_agg1_all", (Var("x"), Var("n"))))
+    helper2, user2 = p.rules[5:]
+    assert helper2.head == Atom("rule2_agg1", (Aggregate("max", Var("w")),))
     assert user2.body == (Atom("rule2_agg1", (Var("s"),)),)
 
 
@@ -294,21 +297,25 @@ def test_body_aggregate_becomes_a_helper_rule_before_its_user():
                                           ("sum c + 1", "sum")])
 def test_body_aggregate_functions_and_single_atom_source(written, func):
     p = parse_program(f"r1 best(x, v) :- node(x), v = {written} : cost(x, c).")
-    assert p.statements[0].head.args[-1].func == func
-    assert p.statements[0].body == (Atom("cost", (Var("x"), Var("c"))),)
+    helper = next(r for r in p.rules if r.name == "r1_agg1")
+    assert helper.head.args[-1].func == func
+    assert helper.body == (Atom("cost", (Var("x"), Var("c"))),)
 
 
 def test_souffle_program_declares_its_aggregate_helpers():
     p = parse_program(".decl node(x: number)\n.decl edge(x: number, y: number)\n.decl deg(x: number, n: number)\n"
                       "r1 deg(x, n) :- node(x), n = count : { edge(x, _) }.")
-    decl = p.statements[3]
-    assert decl == Declaration("r1_agg1", (Column("x", "any"), Column("n", "any")), None, "decl")
-    assert p.statements[4].name == "r1_agg1"
+    decls = {s.relation: s for s in p.statements if isinstance(s, Declaration)}
+    assert decls["r1_agg1"] == Declaration("r1_agg1", (Column("x", "any"), Column("n", "any")), None, "decl")
+    assert decls["r1_agg1_dom"].columns == (Column("x", "any"),)
+    assert decls["r1_agg1_all"].columns == decls["r1_agg1"].columns
+    assert p.statements[p.statements.index(decls["r1_agg1"]) + 1].name == "r1_agg1"
 
 
 def test_disjunction_then_aggregate_lowering_share_labels():
     p = parse_program("r1 p(x, n) :- (a(x) ; b(x)), n = count : { c(x, _) }.")
-    assert [r.name for r in p.rules] == ["r1_agg1", "r1", "r1_or2_agg1", "r1_or2"]
+    assert [r.name for r in p.rules if not r.name.endswith(("_dom", "_all", "_none"))] == \
+        ["r1_agg1", "r1", "r1_or2_agg1", "r1_or2"]
 
 
 # ---------------------------------------------------------------- program-level properties
