@@ -307,9 +307,10 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     """A small catalog program evaluated in this process by the columnar backend
     (`runtime/columnar.run_dataflow`): no Spark job. For the questions the scheduler
     asks between stages, a stage's trigger and the lattice's next stage, where a job
-    would cost more than the answer. Raises `columnar.Unsupported` when the program
-    needs Spark's SQL semantics: a function the backend lacks, or nulls in a catalog
-    column it reads (SQL joins no null; pandas would); the caller then asks Spark."""
+    would cost more than the answer. Catalog columns may hold nulls: the backend joins
+    and compares them as SQL does (`columnar.evaluate_rule`). Raises
+    `columnar.Unsupported` when the program needs Spark's SQL semantics (a function the
+    backend lacks, arithmetic on a null); the caller then asks Spark."""
     from evita.runtime import columnar
 
     from .planner import plan
@@ -322,11 +323,6 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     except EvitaError as e:
         raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
     inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
-    for st in flow.strata:
-        for r in st.init_rules + st.delta_rules:
-            for step in r.steps:
-                if step.relation in inputs:
-                    _no_nulls_read(inputs[step.relation], step.args, step.relation)
     try:
         tables = columnar.run_dataflow(flow, inputs, max_iterations=max_iterations)
     except columnar.NoFixpoint:
@@ -350,24 +346,6 @@ def _pandas_snapshot(rows: list, table: str):
     values = list(zip(*rows)) if rows else [()] * len(columns)
     return pd.DataFrame({f"c{i}": pd.Series(list(vals), dtype="object" if None in vals else _DTYPES[col.type])
                          for i, (col, vals) in enumerate(zip(columns, values))})
-
-
-def _no_nulls_read(table, args, relation: str) -> None:
-    """Raise Unsupported when an atom would read a null: SQL joins and compares no
-    null, pandas would. Nulls in rows the atom's constants leave out, or in columns it
-    leaves to wildcards, cannot reach an answer."""
-    from evita.runtime import columnar
-
-    mask = None
-    for i, a in enumerate(args):
-        if isinstance(a, S.Const):
-            hit = (table[f"c{i}"] == a.value).to_numpy()
-            mask = hit if mask is None else mask & hit
-    for i, a in enumerate(args):
-        if not isinstance(a, S.Wildcard):
-            column = table[f"c{i}"] if mask is None else table[f"c{i}"][mask]
-            if column.isna().any():
-                raise columnar.Unsupported(f"{relation} column {i} holds nulls")
 
 
 def _now() -> str:

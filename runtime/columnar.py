@@ -166,9 +166,22 @@ def _bind(args, df):
     if mask is not None:
         df = df[mask.to_numpy()]
     out = df[list(names.values())].rename(columns={v: k for k, v in names.items()}).reset_index(drop=True)
-    # A column that held nulls (a catalog snapshot) keeps Python values; the rows left
-    # hold none, so it takes its values' type and joins typed columns.
-    return out.infer_objects() if any(t == object for t in out.dtypes) else out
+    # A catalog snapshot's column that holds nulls keeps Python values (object); where
+    # the rows left hold none, it takes its values' type, so it joins typed columns.
+    for c in out.columns:
+        if out[c].dtype == object and len(out) and not out[c].isna().any():
+            out[c] = out[c].infer_objects()
+    return out
+
+
+def _without_null_keys(df, keys: list):
+    """Rows whose join keys are all set: SQL joins no null (pandas would). Only catalog
+    snapshots hold nulls (`checked` keeps them out of data), in object columns."""
+    nullable = [k for k in keys if df[k].dtype == object]
+    if not nullable or not len(df):
+        return df
+    keep = df[nullable].notna().all(axis=1).to_numpy()
+    return df if keep.all() else df[keep].reset_index(drop=True)
 
 
 def evaluate_rule(rule: RulePlan, read: Callable):
@@ -189,15 +202,18 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             if step.op == "antijoin":
                 if not keys:
                     bound = bound.iloc[0:0] if len(atom) else bound
-                else:
-                    hit = bound[keys].merge(atom[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+                else:  # a null key matches nothing, so its row stays
+                    right = _without_null_keys(atom[keys], keys).drop_duplicates()
+                    hit = bound[keys].merge(right, on=keys, how="left", indicator=True)
                     bound = bound[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
             elif bound.shape[1] == 0:  # nothing bound yet (one valuation, or none)
                 bound = atom if len(bound) else atom.iloc[0:0]
+            elif keys:
+                bound = _without_null_keys(bound, keys).merge(_without_null_keys(atom, keys), on=keys, how="inner")
             else:
-                bound = bound.merge(atom, on=keys, how="inner") if keys else bound.merge(atom, how="cross")
-        elif step.op == "filter":
-            bound = bound[_truth(_vector(step.expr, bound), len(bound))].reset_index(drop=True)
+                bound = bound.merge(atom, how="cross")
+        elif step.op == "filter":  # a condition on a null is not true: the row goes
+            bound = bound[_truth(_vector(step.expr, bound, condition=True), len(bound))].reset_index(drop=True)
         elif step.op == "assign":
             bound = bound.assign(**{step.var: _full(_vector(step.expr, bound), len(bound))})
         if not len(bound):  # later terms would bind nothing, and the head reads them
@@ -228,8 +244,11 @@ def _truth(v, n: int):
     return np.asarray(_full(v, n), dtype=bool)
 
 
-def _vector(t, b):
-    """A term over the bound columns: a numpy array, or a scalar for a constant."""
+def _vector(t, b, condition: bool = False):
+    """A term over the bound columns: a numpy array, or a scalar for a constant.
+    `condition`: the term is a filter's condition, or an operand of its && and ||,
+    where a comparison with a null may count as false (SQL's null filters the row
+    out); anywhere else a null compared raises Unsupported."""
     import numpy as np
 
     if isinstance(t, S.Var):
@@ -257,17 +276,37 @@ def _vector(t, b):
         for a in args[1:]:
             out = combine(out, a)
         return out
-    left, right = _vector(t.left, b), _vector(t.right, b)
     op = t.op
+    inner = condition and op in ("&&", "||")
+    left, right = _vector(t.left, b, inner), _vector(t.right, b, inner)
     if op in ("/", "%"):
         if np.any(np.asarray(right) == 0):
             raise Unsupported(f"{op} by zero")
         return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
     if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
         raise Unsupported(f"{op} on text")
-    return {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
-            "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-            ">": np.greater, ">=": np.greater_equal}[op](left, right)
+    out = {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
+           "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+           ">": np.greater, ">=": np.greater_equal}[op](left, right)
+    if op in ("==", "!=") and (_has_null(left) or _has_null(right)):
+        if not condition:
+            raise Unsupported(f"{op} on a null outside a condition")
+        import pandas as pd
+
+        out = np.asarray(out, dtype=bool) & np.asarray(pd.notna(left)) & np.asarray(pd.notna(right))
+    return out
+
+
+def _has_null(v) -> bool:
+    import numpy as np
+
+    if v is None:
+        return True
+    if not (isinstance(v, np.ndarray) and v.dtype == object):
+        return False
+    import pandas as pd
+
+    return bool(pd.isna(v).any())
 
 
 def _whole(v):
