@@ -55,6 +55,11 @@ def lattice_order(stage_paths=(), skip=(), only=None, choose=None) -> list:
     if only is not None:
         out_of_play |= names - set(only) - set(BOOTSTRAP_STAGES)
     before = {s: {a for a, b in lattice.facts("precedes") if b == s} for s in names}
+    while True:  # transitive: a stage left out does not let what follows it overtake what precedes it
+        wider = {s: bs.union(*(before.get(b, set()) for b in bs)) for s, bs in before.items()}
+        if wider == before:
+            break
+        before = wider
     order, passed = ["parse"], {"parse"} | out_of_play
     while True:  # the planner comes last, whatever precedes/2 facts say
         ready = sorted(s for s in names - passed - {"planner"} if before[s] <= passed)
