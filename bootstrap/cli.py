@@ -433,7 +433,7 @@ def cmd_explain(args) -> int:
     if args.stage and not shown:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
-    _print_diffs(shown)
+    _print_diffs(shown, {v.number for v in comp.versions if v.skipped})
     graphs = _stage_graphs(args, program, comp, shown)
     if args.dot:
         if not graphs:
@@ -446,11 +446,13 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _print_diffs(shown: list) -> None:
+def _print_diffs(shown: list, skipped=frozenset()) -> None:
     for d in shown:
         a, r, c = d.counts
         out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
-        if not (a or r or c):
+        if d.version in skipped:
+            out.print("  (skipped: its trigger, the stage's stage::applies rules, found nothing to do)")
+        elif not (a or r or c):
             out.print("  (no rule changed)")
         for text in d.removed:
             _print_rule("-", text, "red")

@@ -54,14 +54,15 @@ def test_plan_is_deterministic(spark):
 def test_shortest_path_keeps_body_order_and_differentiates_only_recursion(spark):
     df = compiled_plan(spark, (EXAMPLES / "shortest_path.olg").read_text(), name="sp", skip=["magic_sets"])
     names = [(st.index, [r.name for r in st.init_rules], [r.name for r in st.delta_rules]) for st in df.strata]
-    # link is complete before path's stratum starts: only Δpath drives r2 (delta.dl)
-    assert names == [(0, ["r1"], ["r2_d2"]), (1, ["r3"], []), (2, ["r4"], [])]
-    r2 = df.strata[0].delta_rules[0]
-    assert [(s.op, s.relation, s.delta) for s in r2.steps[:2]] == [("scan", "link", False), ("join", "path", True)]
+    # r2 reads @X and @Y: localize.dl ships link to Y first (r2_loc1 -> loc_r2_2); that
+    # relation is complete before path's stratum starts, so only Δpath drives r2_loc2 (delta.dl)
+    assert names == [(0, ["r2_loc1"], []), (1, ["r1"], ["r2_loc2_d2"]), (2, ["r3"], []), (3, ["r4"], [])]
+    r2 = df.strata[1].delta_rules[0]
+    assert [(s.op, s.relation, s.delta) for s in r2.steps[:2]] == [("scan", "loc_r2_2", False), ("join", "path", True)]
     assert [s.op for s in r2.steps[2:]] == ["filter", "assign", "assign"]
     assert df.relations["path"].keys == (0, 1, 2)
     assert df.relations["minCostPath"].aggregates[0].func == "min"
-    assert df.strata[0].strategy == "distributed"  # keyed: decompose.dl leaves it to the loop
+    assert df.strata[1].strategy == "distributed"  # keyed: decompose.dl leaves it to the loop
 
 
 def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom(spark):
