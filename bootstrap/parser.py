@@ -845,6 +845,11 @@ def _name_of(x) -> str:
 
 # ---------------------------------------------------------------- lowering
 
+# Soufflé's binary string constraints, written like atoms: name -> the hint for misuse.
+_STRING_CONSTRAINTS = {"contains": "contains(sub, s): whether s contains the string sub",
+                       "match": "match(regex, s): whether the whole of s matches regex"}
+
+
 class _Lowering:
     def __init__(self, path: str, diagnostics: list):
         self.path = path
@@ -853,6 +858,7 @@ class _Lowering:
         self.rule_count = 0
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
+        self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -871,6 +877,7 @@ class _Lowering:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
             elif isinstance(item, Declaration):
+                self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
                 self.columns.setdefault(item.relation, names)
             elif isinstance(item, Materialize):
@@ -1111,7 +1118,35 @@ class _Lowering:
             return self.resolve_atom(lit)
         if isinstance(lit, BodyAggregate):
             return replace(lit, body=tuple(self.resolve_literal(b) for b in lit.body))
+        if isinstance(lit, Atom) and self._is_string_constraint(lit):
+            return self._string_constraint(lit)
         return lit
+
+    def _is_string_constraint(self, atom: Atom) -> bool:
+        # In Soufflé `contains` and `match` are keywords, never relations; a program that
+        # declares a relation of that name keeps it (Overlog spells its built-ins f_...).
+        return self.souffle and atom.relation in _STRING_CONSTRAINTS and atom.relation not in self.columns
+
+    def _string_constraint(self, atom: Atom) -> Select:
+        """`contains(sub, s)` / `match(regex, s)` as a body literal: a condition."""
+        if len(atom.args) != 2:
+            self.error("function-arity", f"{atom.relation} takes 2 arguments, not {len(atom.args)}", atom.span,
+                       atom.relation, _STRING_CONSTRAINTS[atom.relation])
+        pattern = atom.args[0] if atom.args else None
+        if atom.relation == "match" and isinstance(pattern, Const) and pattern.type == STRING:
+            self._check_regex(pattern)
+        call = Call(atom.relation, tuple(_eq_to_eqeq(a) for a in atom.args), atom.span)
+        return Select(UnOp("!", call, atom.span) if atom.negated else call, atom.span)
+
+    def _check_regex(self, pattern: Const):
+        # Python's `re` stands in for Java's regex parser: the two reject the same
+        # malformed patterns (unbalanced groups, dangling quantifiers) in practice.
+        try:
+            re.compile(pattern.value)
+        except re.error as e:
+            self.error("bad-regex", f"match: {pattern.value!r} is not a regular expression ({e.msg})",
+                       pattern.span, f'"{pattern.value}"', "escape a special character with a backslash, "
+                       "or balance the brackets")
 
     def resolve_atom(self, atom: NamedAtom) -> Atom:
         columns = self._columns_of(atom)
