@@ -845,6 +845,32 @@ def _name_of(x) -> str:
 
 # ---------------------------------------------------------------- lowering
 
+# Soufflé terms the lowering rejects: word -> (what it is, the hint).
+_NOT_YET_TERMS = {
+    "nil": ("nil (the empty record; records are not supported)",
+            "declare the column with a primitive type and use a sentinel value such as 0 or \"\""),
+    "range": ("range(a, b[, step]) (a multi-valued functor)",
+              "generate the values with a recursive rule: n(a). n(i + 1) :- n(i), i + 1 < b."),
+    "autoinc": ("autoinc() (a counter that depends on evaluation order)",
+                "build a deterministic key instead, e.g. id(x, y) or a count aggregate"),
+}
+
+
+def _raw_nodes(node):
+    """Every node under a raw clause (atoms, terms, groups, aggregate bodies), depth first."""
+    if isinstance(node, (str, int, float, bool, type(None), Span, Token)):
+        return
+    yield node
+    if isinstance(node, (list, tuple)):
+        children = node
+    elif hasattr(node, "__dataclass_fields__"):
+        children = [getattr(node, f) for f in node.__dataclass_fields__]
+    else:
+        return
+    for child in children:
+        yield from _raw_nodes(child)
+
+
 # Soufflé's binary string constraints, written like atoms: name -> the hint for misuse.
 _STRING_CONSTRAINTS = {"contains": "contains(sub, s): whether s contains the string sub",
                        "match": "match(regex, s): whether the whole of s matches regex"}
@@ -894,11 +920,33 @@ class _Lowering:
             for s in item.statements:
                 self._statement(s, item.name, out)
         elif isinstance(item, _Clause):
-            self._clause(item, component, out)
+            if not self._has_unsupported_term(item):
+                self._clause(item, component, out)
         elif isinstance(item, Declaration) and item.qualifiers:
             self._qualified(item, out)
         else:
             out.append(item)
+
+    def _has_unsupported_term(self, c: _Clause) -> bool:
+        """Report the first Soufflé term not supported yet in `c` (`nil`, `range(...)`,
+        `autoinc()`), once: the clause is then dropped, so no follow-up errors."""
+        if not self.souffle:
+            return False
+        node = next((n for n in _raw_nodes(c) if self._unsupported_term(n)), None)
+        if node is None:
+            return False
+        word = node.name
+        what, hint = _NOT_YET_TERMS[word]
+        self.error("syntax", f"{what} is not supported yet", node.span, word, hint)
+        return True
+
+    def _unsupported_term(self, node) -> bool:
+        if isinstance(node, Var):
+            return node.name == "nil"
+        if isinstance(node, (Call, _RawCall)):
+            name = node.func if isinstance(node, Call) else node.name
+            return name in ("range", "autoinc") and name not in self.columns
+        return False
 
     # -- qualifiers
     def _qualified(self, d: Declaration, out):
