@@ -935,7 +935,7 @@ class _Lowering:
         node = next((n for n in _raw_nodes(c) if self._unsupported_term(n)), None)
         if node is None:
             return False
-        word = node.name
+        word = node.func if isinstance(node, Call) else node.name
         what, hint = _NOT_YET_TERMS[word]
         self.error("syntax", f"{what} is not supported yet", node.span, word, hint)
         return True
