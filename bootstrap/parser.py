@@ -871,6 +871,11 @@ def _raw_nodes(node):
         yield from _raw_nodes(child)
 
 
+# Python's messages for regular expressions that Java rejects as well.
+_MALFORMED_IN_JAVA_TOO = ("missing )", "unbalanced parenthesis", "unterminated character set", "nothing to repeat",
+                          "multiple repeat", "min repeat greater than max repeat")
+
+
 # Soufflé's binary string constraints, written like atoms: name -> the hint for misuse.
 _STRING_CONSTRAINTS = {"contains": "contains(sub, s): whether s contains the string sub",
                        "match": "match(regex, s): whether the whole of s matches regex"}
@@ -1187,11 +1192,14 @@ class _Lowering:
         return Select(UnOp("!", call, atom.span) if atom.negated else call, atom.span)
 
     def _check_regex(self, pattern: Const):
-        # Python's `re` stands in for Java's regex parser: the two reject the same
-        # malformed patterns (unbalanced groups, dangling quantifiers) in practice.
+        # Python's `re` stands in for Java's regex parser, but only for the mistakes both
+        # reject (unbalanced groups and sets, dangling quantifiers): Java also accepts
+        # escapes and groups Python does not (`\p{L}`, `\z`, `(?<name>...)`).
         try:
             re.compile(pattern.value)
         except re.error as e:
+            if not e.msg.startswith(_MALFORMED_IN_JAVA_TOO):
+                return
             self.error("bad-regex", f"match: {pattern.value!r} is not a regular expression ({e.msg})",
                        pattern.span, f'"{pattern.value}"', "escape a special character with a backslash, "
                        "or balance the brackets")

@@ -82,6 +82,11 @@ def test_bad_functor_uses_are_positioned(text, expected):
     assert errors(DECLS + text) == expected
 
 
+@pytest.mark.parametrize("pattern", [r"\\p{L}+", r"a\\z", "(?<n>a)b"])
+def test_java_only_regex_syntax_is_not_rejected(pattern):
+    assert errors(DECLS + f'r(x) :- w(x), match("{pattern}", x).') == []
+
+
 # ---------------------------------------------------------------- the SQL they become
 
 SQL = Expr({"s": column("a0"), "i": column("a1"), "l": column("a2")}, arrays={"l"})
