@@ -35,7 +35,8 @@ _ALL = [
     Builtin("cons", 2, 2, "cons(X, L): L with X in front; [X, L] when L is not a list"),
     Builtin("append", 2, 2, "append(L, X): L with X at the end"),
     Builtin("concat", 2, 2, "concat(L1, L2): the two lists joined"),
-    Builtin("contains", 2, 2, "contains(X, L): whether X is an element of L"),
+    Builtin("contains", 2, 2, "contains(X, L): whether X is an element of the list L; with a string L "
+            "(Soufflé's constraint `contains(sub, s)`), whether sub occurs in L"),
     Builtin("size", 1, 1, "size(L): number of elements of L"),
     Builtin("first", 1, 1, "first(L): the first element of L"),
     Builtin("last", 1, 1, "last(L): the last element of L"),
@@ -47,15 +48,20 @@ _ALL = [
     # strings (Soufflé functors)
     Builtin("cat", 1, None, "cat(A, B, ...): string concatenation"),
     Builtin("strlen", 1, 1, "strlen(S): length of a string"),
-    Builtin("substr", 3, 3, "substr(S, I, N): N characters of S from 0-based I"),
-    Builtin("ord", 1, 1, "ord(S): a stable number for a symbol"),
-    Builtin("to_number", 1, 1, "to_number(S): the number S spells"),
+    Builtin("substr", 3, 3, "substr(S, I, N): N characters of S from 0-based I; the rest of S when N < 0; "
+            "the empty string when I < 0 or I > strlen(S) (Soufflé's warning case)"),
+    Builtin("match", 2, 2, "match(R, S): whether the whole of S matches the regular expression R "
+            "(Java's dialect)"),
+    Builtin("ord", 1, 1, "ord(S): a stable number for a symbol (a hash, not Soufflé's order of appearance)"),
+    Builtin("to_number", 1, 1, "to_number(X): the whole number a symbol spells, or a float truncated "
+            "(null when a symbol spells none)"),
     Builtin("to_string", 1, 1, "to_string(N): the text of N"),
-    Builtin("to_float", 1, 1, "to_float(N): N as a float"),
-    Builtin("lower", 1, 1, "lower(S)"),
+    Builtin("to_float", 1, 1, "to_float(X): X as a float (null when a symbol spells none)"),
+    Builtin("to_unsigned", 1, 1, "to_unsigned(X): as to_number; unsigned is stored in the same 64 bits"),
+    Builtin("lower", 1, 1, "lower(S) (Evita's; Soufflé has none)"),
     Builtin("reprefix", 3, 3, "reprefix(S, Old, New): S with its prefix Old replaced by New "
             "(S itself when it does not start with Old; null stays null). Stages rebase ids with it"),
-    Builtin("upper", 1, 1, "upper(S)"),
+    Builtin("upper", 1, 1, "upper(S) (Evita's; Soufflé has none)"),
     # numbers
     Builtin("abs", 1, 1, "abs(N)"),
     Builtin("min", 2, None, "min(A, B, ...): the least argument (a function, not the aggregate)"),

@@ -845,6 +845,42 @@ def _name_of(x) -> str:
 
 # ---------------------------------------------------------------- lowering
 
+# Soufflé terms the lowering rejects: word -> (what it is, the hint).
+_NOT_YET_TERMS = {
+    "nil": ("nil (the empty record; records are not supported)",
+            "declare the column with a primitive type and use a sentinel value such as 0 or \"\""),
+    "range": ("range(a, b[, step]) (a multi-valued functor)",
+              "generate the values with a recursive rule: n(a). n(i + 1) :- n(i), i + 1 < b."),
+    "autoinc": ("autoinc() (a counter that depends on evaluation order)",
+                "build a deterministic key instead, e.g. id(x, y) or a count aggregate"),
+}
+
+
+def _raw_nodes(node):
+    """Every node under a raw clause (atoms, terms, groups, aggregate bodies), depth first."""
+    if isinstance(node, (str, int, float, bool, type(None), Span, Token)):
+        return
+    yield node
+    if isinstance(node, (list, tuple)):
+        children = node
+    elif hasattr(node, "__dataclass_fields__"):
+        children = [getattr(node, f) for f in node.__dataclass_fields__]
+    else:
+        return
+    for child in children:
+        yield from _raw_nodes(child)
+
+
+# Python's messages for regular expressions that Java rejects as well.
+_MALFORMED_IN_JAVA_TOO = ("missing )", "unbalanced parenthesis", "unterminated character set", "nothing to repeat",
+                          "multiple repeat", "min repeat greater than max repeat")
+
+
+# Soufflé's binary string constraints, written like atoms: name -> the hint for misuse.
+_STRING_CONSTRAINTS = {"contains": "contains(sub, s): whether s contains the string sub",
+                       "match": "match(regex, s): whether the whole of s matches regex"}
+
+
 class _Lowering:
     def __init__(self, path: str, diagnostics: list):
         self.path = path
@@ -853,6 +889,7 @@ class _Lowering:
         self.rule_count = 0
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
+        self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -871,6 +908,7 @@ class _Lowering:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
             elif isinstance(item, Declaration):
+                self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
                 self.columns.setdefault(item.relation, names)
             elif isinstance(item, Materialize):
@@ -887,11 +925,33 @@ class _Lowering:
             for s in item.statements:
                 self._statement(s, item.name, out)
         elif isinstance(item, _Clause):
-            self._clause(item, component, out)
+            if not self._has_unsupported_term(item):
+                self._clause(item, component, out)
         elif isinstance(item, Declaration) and item.qualifiers:
             self._qualified(item, out)
         else:
             out.append(item)
+
+    def _has_unsupported_term(self, c: _Clause) -> bool:
+        """Report the first Soufflé term not supported yet in `c` (`nil`, `range(...)`,
+        `autoinc()`), once: the clause is then dropped, so no follow-up errors."""
+        if not self.souffle:
+            return False
+        node = next((n for n in _raw_nodes(c) if self._unsupported_term(n)), None)
+        if node is None:
+            return False
+        word = node.func if isinstance(node, Call) else node.name
+        what, hint = _NOT_YET_TERMS[word]
+        self.error("syntax", f"{what} is not supported yet", node.span, word, hint)
+        return True
+
+    def _unsupported_term(self, node) -> bool:
+        if isinstance(node, Var):
+            return node.name == "nil"
+        if isinstance(node, (Call, _RawCall)):
+            name = node.func if isinstance(node, Call) else node.name
+            return name in ("range", "autoinc") and name not in self.columns
+        return False
 
     # -- qualifiers
     def _qualified(self, d: Declaration, out):
@@ -1111,7 +1171,38 @@ class _Lowering:
             return self.resolve_atom(lit)
         if isinstance(lit, BodyAggregate):
             return replace(lit, body=tuple(self.resolve_literal(b) for b in lit.body))
+        if isinstance(lit, Atom) and self._is_string_constraint(lit):
+            return self._string_constraint(lit)
         return lit
+
+    def _is_string_constraint(self, atom: Atom) -> bool:
+        # In Soufflé `contains` and `match` are keywords, never relations; a program that
+        # declares a relation of that name keeps it (Overlog spells its built-ins f_...).
+        return self.souffle and atom.relation in _STRING_CONSTRAINTS and atom.relation not in self.columns
+
+    def _string_constraint(self, atom: Atom) -> Select:
+        """`contains(sub, s)` / `match(regex, s)` as a body literal: a condition."""
+        if len(atom.args) != 2:
+            self.error("function-arity", f"{atom.relation} takes 2 arguments, not {len(atom.args)}", atom.span,
+                       atom.relation, _STRING_CONSTRAINTS[atom.relation])
+        pattern = atom.args[0] if atom.args else None
+        if atom.relation == "match" and isinstance(pattern, Const) and pattern.type == STRING:
+            self._check_regex(pattern)
+        call = Call(atom.relation, tuple(_eq_to_eqeq(a) for a in atom.args), atom.span)
+        return Select(UnOp("!", call, atom.span) if atom.negated else call, atom.span)
+
+    def _check_regex(self, pattern: Const):
+        # Python's `re` stands in for Java's regex parser, but only for the mistakes both
+        # reject (unbalanced groups and sets, dangling quantifiers): Java also accepts
+        # escapes and groups Python does not (`\p{L}`, `\z`, `(?<name>...)`).
+        try:
+            re.compile(pattern.value)
+        except re.error as e:
+            if not e.msg.startswith(_MALFORMED_IN_JAVA_TOO):
+                return
+            self.error("bad-regex", f"match: {pattern.value!r} is not a regular expression ({e.msg})",
+                       pattern.span, f'"{pattern.value}"', "escape a special character with a backslash, "
+                       "or balance the brackets")
 
     def resolve_atom(self, atom: NamedAtom) -> Atom:
         columns = self._columns_of(atom)

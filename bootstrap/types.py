@@ -283,7 +283,8 @@ class _RuleTypes:
 
 # Functors whose result has one kind whatever their arguments.
 _CALL_KINDS = {"cat": "symbol", "substr": "symbol", "to_string": "symbol", "lower": "symbol", "upper": "symbol",
-               "strlen": "number", "ord": "number", "to_number": "number", "to_float": "float"}
+               "strlen": "number", "ord": "number", "to_number": "number", "to_float": "float",
+               "to_unsigned": "unsigned"}
 
 
 def _fits(got: str, kind: str, term) -> bool:

@@ -84,6 +84,30 @@ def _is_array(t, arrays: set) -> bool:
     return False
 
 
+def _substr(s, i, n):
+    """Soufflé's substr is C++'s std::string::substr(i, n): a start beyond the end (or a
+    negative one, which is a huge size_t) is out of range, where Soufflé warns and answers
+    the empty string; a negative length (also huge) takes the rest of the string."""
+    start = exp.Add(this=i.copy(), expression=lit(1))
+    out_of_range = exp.Or(this=exp.LT(this=i.copy(), expression=lit(0)),
+                          expression=exp.GT(this=i.copy(), expression=fn("length", s.copy())))
+    return exp.Case(ifs=[exp.If(this=out_of_range, true=lit("")),
+                         exp.If(this=exp.LT(this=n.copy(), expression=lit(0)), true=fn("substring", s.copy(), start))],
+                    default=fn("substring", s.copy(), start.copy(), n.copy()))
+
+
+def _whole_match(pattern, s):
+    """Soufflé's match is std::regex_match: the whole string. RLIKE finds a match
+    anywhere, so the pattern is anchored (Java's `$` also matches before a final newline)."""
+    anchored = fn("concat", lit("^(?:"), pattern, lit(")$"))
+    return exp.RegexpLike(this=s, expression=anchored)
+
+
+def _string_contains(sub, s):
+    """Soufflé's contains(sub, s): sub occurs in s (the empty string occurs in every s)."""
+    return exp.GT(this=fn("instr", _str(s), _str(sub)), expression=lit(0))
+
+
 # Each builtin: (args as sqlglot expressions, the terms, array-typed variables) -> expression.
 BUILTIN_SQL: dict = {
     "cons": lambda a, t, arr: fn("concat", fn("array", a[0]), a[1]) if _is_array(t[1], arr)
@@ -101,11 +125,15 @@ BUILTIN_SQL: dict = {
     "remove": lambda a, t, arr: fn("array_remove", a[0], a[1]),
     "cat": lambda a, t, arr: fn("concat", *[_str(x) for x in a]),
     "strlen": lambda a, t, arr: fn("length", a[0]),
-    "substr": lambda a, t, arr: fn("substring", a[0], exp.Add(this=a[1], expression=lit(1)), a[2]),
+    "substr": lambda a, t, arr: _substr(*a),
+    "match": lambda a, t, arr: _whole_match(a[0], a[1]),
     "ord": lambda a, t, arr: fn("xxhash64", _str(a[0])),
-    "to_number": lambda a, t, arr: exp.Cast(this=a[0], to=exp.DataType.build("bigint")),
+    # try_cast: a symbol that spells no number gives null (Spark's ANSI cast would fail
+    # the whole job); a float is truncated toward zero, as Soufflé's ftoi.
+    "to_number": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("bigint"), safe=True),
+    "to_unsigned": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("bigint"), safe=True),
     "to_string": lambda a, t, arr: _str(a[0]),
-    "to_float": lambda a, t, arr: exp.Cast(this=a[0], to=exp.DataType.build("double")),
+    "to_float": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("double"), safe=True),
     "lower": lambda a, t, arr: fn("lower", a[0]),
     "upper": lambda a, t, arr: fn("upper", a[0]),
     "reprefix": lambda a, t, arr: exp.If(
@@ -197,7 +225,15 @@ class Expr:
             seed = fn("xxhash64", *[self.env[v].copy() for v in sorted(self.env)]) if self.env else lit(0)
             r = exp.Div(this=fn("pmod", seed, lit(1000003)), expression=lit(1000003.0))
             return r if name == "rand" else exp.LT(this=exp.Paren(this=r), expression=args[0])
+        if name == "contains" and _is_souffle_contains(t, self.arrays):
+            return _string_contains(*args)
         return BUILTIN_SQL[name](args, t.args, self.arrays)
+
+
+def _is_souffle_contains(t: S.Call, arrays: set) -> bool:
+    # Overlog writes its list membership f_contains(X, L); Soufflé writes contains(sub, s)
+    # on strings. The bare spelling on a value not known to be a list is Soufflé's.
+    return not t.func.startswith("f_") and not _is_array(t.args[1], arrays)
 
 
 def _error(code, message, t) -> EvitaError:

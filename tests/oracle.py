@@ -19,6 +19,7 @@ Primary-key replacement is not modelled (it depends on evaluation order).
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 from evita.bootstrap import builtins as B
@@ -307,7 +308,13 @@ def _eval(t, env):
         if name == "strlen":
             return None if args[0] is None else len(args[0])
         if name == "substr":
-            return None if args[0] is None else args[0][args[1]:args[1] + args[2]]
+            return None if args[0] is None else _substr(*args)
+        if name == "match":  # Python's re for Java's: the same on the patterns the tests use
+            return None if None in args else re.fullmatch(args[0], args[1]) is not None
+        if name in ("to_number", "to_unsigned"):
+            return _to_number(args[0])
+        if name == "to_float":
+            return _to_float(args[0])
         if name == "reprefix":
             s, old, new = args
             return s if s is None or not s.startswith(old) else new + s[len(old):]
@@ -331,6 +338,32 @@ def _eval(t, env):
             return max(args)
         raise NotImplementedError(f"oracle: builtin {name}")
     raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _substr(s: str, i: int, n: int) -> str:
+    """C++'s std::string::substr, as Soufflé calls it: out of range gives ""."""
+    if i < 0 or i > len(s):
+        return ""
+    return s[i:] if n < 0 else s[i:i + n]
+
+
+def _to_number(v):
+    """Spark's try_cast to bigint: text must spell a whole number; floats truncate."""
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None if v is None else int(v)
+
+
+def _to_float(v):
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None if v is None else float(v)
 
 
 def _int64(v: int) -> int:
