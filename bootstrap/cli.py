@@ -344,6 +344,8 @@ def compile_file(args, spark=None, program=None, phases=None, measured=()):
         from evita.catalog import store
 
         store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
+    for note in comp.notes:
+        err.print(f"[yellow]note:[/] {_escape(note)}")
     return program, comp, diffs
 
 

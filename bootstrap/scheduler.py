@@ -53,6 +53,7 @@ class Compilation:
     lattice_seconds: float = 0.0
     stats: list = field(default_factory=list)  # (stage, seconds, actions)
     lattice: Optional[CatalogRows] = None  # the stage and stage_lattice tables this compile used
+    notes: list = field(default_factory=list)  # stages left out although their trigger finds work
 
     @property
     def final(self) -> CatalogRows:
@@ -176,7 +177,25 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
             raise
         completed.append(name)
         name = comp.versions[-1].next_stage
+    comp.notes = left_out_with_work(stages, disabled, comp.versions[-1], program_id, evaluator)
     return comp
+
+
+def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, evaluator: str) -> list:
+    """A note per stage left out (--skip, --only) whose trigger finds work in the final
+    catalog: the program then runs without that rewrite, and the user is told so (a
+    rule reading two locations runs centralized when localize is left out)."""
+    notes = []
+    for name in sorted(disabled):
+        stage = stages.get(name)
+        if stage is None or stage.trigger is None or evaluator != "auto":
+            continue
+        out = in_process_or_none(stage.trigger, final.rows, program_id, [APPLIES], name)
+        if out is not None and out.tuples[APPLIES]:
+            at = ", ".join(sorted({_user_rule(final.rows, str(t[0])) for t in out.tuples[APPLIES]})[:5])
+            notes.append(f"stage {name} was left out, but it applies here ({at}): those rules run as written"
+                         + (", centralized: every location's tuples in one place" if name == "localize" else ""))
+    return notes
 
 
 def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) -> bool:
@@ -204,6 +223,13 @@ def skipped_version(before: Version, program_id: str, stage: str, seconds: float
     """The catalog a skipped stage hands on: the one it was given."""
     rows = mark_stage(CatalogRows({t: list(rs) for t, rs in before.rows.items()}), program_id, stage)
     return Version(before.number + 1, stage, rows, seconds, 0, None, {"trigger": seconds}, skipped=True)
+
+
+def _user_rule(rows: CatalogRows, at: str) -> str:
+    """The label of the user's rule a catalog id belongs to (a rule's or its term's),
+    through the copies stages made (`rule.origin`); else the id without its program."""
+    rule = next((r for r in rows.dicts("rule") if r["id"] == at.split("#")[0]), None)
+    return ((rule.get("origin") or rule["id"]) if rule else at).split(":", 1)[-1]
 
 
 def run_one(spark, stage: StageFile, before: Version, program_id: str, max_iterations: int,
