@@ -194,7 +194,7 @@ def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, 
         if out is not None and out.tuples[APPLIES]:
             at = ", ".join(sorted({_user_rule(final.rows, str(t[0])) for t in out.tuples[APPLIES]})[:5])
             notes.append(f"stage {name} was left out, but it applies here ({at}): those rules run as written"
-                         + (", centralized: every location's tuples in one place" if name == "localize" else ""))
+                         + (f"; {stage.if_left_out}" if stage.if_left_out else ""))
     return notes
 
 

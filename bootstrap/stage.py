@@ -41,6 +41,9 @@ PRIMITIVES = {
 APPLIES = PRIMITIVE + "applies"
 TRIGGER = "programEvent"
 LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
+# `if_left_out("...")`: what a program loses when this stage is left out although its
+# trigger finds work (the scheduler's note says it).
+LEFT_OUT = "if_left_out"
 BOOTSTRAP_STAGES = ("parse", "planner")
 # Catalog column types as the runtime's declared types.
 _TYPES = {schema.STRING: "symbol", schema.INT: "number", schema.BOOL: "bool", schema.DOUBLE: "float"}
@@ -61,6 +64,7 @@ class StageFile:
     lattice_facts: tuple  # stage/precedes/alternative/default facts the file carries
     origin: str  # "built-in" or the --stage-path directory
     trigger: Optional[S.Program] = None  # what stage::applies depends on; None: the stage always runs
+    if_left_out: str = ""  # the stage's own words for what is lost without it
 
 
 def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
@@ -109,11 +113,13 @@ def find_stages(stage_paths=()) -> dict:
         for path in sorted(folder.glob("*.dl")):
             program = check_program(parse_file(path))
             facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
+            lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
             trigger = slice_for(program, APPLIES)
             # The trigger is asked before the stage runs; the stage itself need not derive it.
-            rest = tuple(s for s in program.statements if s not in facts
+            rest = tuple(s for s in program.statements if s not in facts and s not in lost
                          and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
-            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger)
+            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
+                                         " ".join(str(a.value) for f in lost for a in f.atom.args))
     return found
 
 

@@ -46,7 +46,7 @@ def test_localize_runs_before_magic_sets_and_the_answers_stay(spark):
     left_out = compile_program(spark, encode(program), program.name, only=["delta"])
     plain = decode(left_out.final, program.name)
     # left out, localize's trigger still finds r2: the user is told it runs centralized
-    assert any(n.startswith("stage localize was left out, but it applies here (r2)") and "centralized" in n
+    assert any(n.startswith("stage localize was left out, but it applies here (r2)") and "run centralized" in n
                for n in left_out.notes), left_out.notes
     assert not comp.notes
     want, _ = answers(spark, plain, path.parent)

@@ -13,33 +13,17 @@ import pytest
 
 import oracle
 from evita.bootstrap import syntax as S
-from evita.bootstrap.checks import check_program, diagnose
-from evita.bootstrap.diagnostics import EvitaError
+from evita.bootstrap.checks import check_program
 from evita.bootstrap.parser import parse_program
-from evita.bootstrap.planner import plan
-from evita.catalog.encode import encode
-from evita.catalog.printer import format_program
-from evita.catalog.rows import diff
 from evita.runtime.sql import Expr
 from sqlglot.expressions import column
+from souffle_support import errors, round_trips, run_planned
 
-
-def errors(text: str, path: str = "t.dl") -> list:
-    """(code, line, col, message) of every diagnostic, from parsing or the static checks."""
-    try:
-        found = diagnose(parse_program(text, path))
-    except EvitaError as e:
-        found = e.diagnostics
-    return [(d.code, d.span.line, d.span.col, d.message) for d in found]
 
 
 def body_of(text: str) -> tuple:
     return parse_program(text, "t.dl").rules[-1].body
 
-
-def round_trips(program: S.Program) -> bool:
-    again = parse_program(format_program(program), "again.dl", program.name)
-    return not diff(encode(program), encode(again))
 
 
 DECLS = ".decl w(x: symbol)\n.decl r(x: symbol)\n"
@@ -185,11 +169,7 @@ def test_functor_program_checks_round_trips_and_the_oracle_agrees_with_soufflé(
 
 @pytest.mark.parametrize("backend", ["small", "sql"])
 def test_functors_on_spark_agree_with_soufflé(spark, backend):
-    """Planned straight from the parsed program, as in test_souffle_more.py."""
-    from evita.runtime.engine import run
-
-    program = check_program(parse_program(FUNCTORS, "functors.dl"))
-    result = run(plan(program), spark, local=backend == "small")
+    _, result = run_planned(spark, FUNCTORS, "functors.dl", backend)
     assert result.tuples(list(FUNCTORS_EXPECTED)) == FUNCTORS_EXPECTED
 
 

@@ -10,29 +10,20 @@ import pytest
 
 import oracle
 from evita.bootstrap import syntax as S
-from evita.bootstrap.checks import check_program, diagnose
-from evita.bootstrap.diagnostics import EvitaError
+from evita.bootstrap.checks import check_program
 from evita.bootstrap.folding import BITWISE, fold
 from evita.bootstrap.parser import parse_program, parse_rule
 from evita.bootstrap.planner import plan
 from evita.catalog.decode import decode
 from evita.catalog.encode import encode
 from evita.catalog.printer import format_program
-from evita.catalog.rows import diff
+from souffle_support import errors, round_trips, run_planned
 
 
 def values(text: str) -> list:
     """The first argument of every fact of `text`."""
     return [f.atom.args[0].value for f in parse_program(text, "t.dl").facts]
 
-
-def errors(text: str) -> list:
-    """(code, line, col, message) of every diagnostic, from parsing or the static checks."""
-    try:
-        found = diagnose(parse_program(text, "t.dl"))
-    except EvitaError as e:
-        found = e.diagnostics
-    return [(d.code, d.span.line, d.span.col, d.message) for d in found]
 
 
 def codes(text: str) -> list:
@@ -201,8 +192,7 @@ def test_inline_relations_are_substituted_and_mean_the_same():
     want, got = oracle.evaluate(computed), oracle.evaluate(inlined)
     assert got["far"] == want["far"] and got["counted"] == want["counted"]
     assert (1, 1) in got["far"] and (4, 7) in got["far"]
-    again = parse_program(format_program(inlined), "again.dl", inlined.name)  # printing it is a fixpoint
-    assert not diff(encode(inlined), encode(again))
+    assert round_trips(inlined)  # printing it is a fixpoint
 
 
 # ---------------------------------------------------------------- types
@@ -236,8 +226,7 @@ def test_a_typed_program_checks_round_trips_and_plans_with_primitives():
     assert decode(rows, program.name) == program
     text = format_program(program)
     assert ".type Any = Small | Id" in text and ".decl weight(a: Node, w: Weight, id: Any) brie" in text
-    again = encode(parse_program(text, "again.dl", program.name))
-    assert not diff(rows, again)
+    assert round_trips(program)
     relations = plan(program).relations
     assert relations["weight"].types == ("symbol", "float", "number")
 
@@ -326,13 +315,8 @@ r2 bits(x, a, o, x2, l, r, ru, m, n) :- num(x),
 
 @pytest.mark.parametrize("backend", ["small", "sql"])
 def test_eqrel_and_functors_on_spark_agree_with_the_oracle(spark, backend):
-    """Planned straight from the parsed program: the stages have nothing to do with
-    what is tested here, and compiling through them costs tens of seconds."""
-    from evita.runtime.engine import run
-
-    program = check_program(parse_program(PROGRAM, "souffle_lang.dl"))
+    program, result = run_planned(spark, PROGRAM, "souffle_lang.dl", backend)
     expected = oracle.evaluate(program)
-    result = run(plan(program), spark, local=backend == "small")
     assert {s.mode for s in result.stats} == {backend}
     got = result.tuples(["same", "bits", "far"])
     assert got["same"] == expected["same"]

@@ -11,22 +11,12 @@ import pytest
 
 import oracle
 from evita.bootstrap import syntax as S
-from evita.bootstrap.checks import check_program, diagnose
-from evita.bootstrap.diagnostics import EvitaError
+from evita.bootstrap.checks import check_program
 from evita.bootstrap.parser import parse_program
 from evita.bootstrap.planner import plan
-from evita.catalog.encode import encode
 from evita.catalog.printer import format_program
-from evita.catalog.rows import diff
+from souffle_support import errors, round_trips, run_planned
 
-
-def errors(text: str, path: str = "t.dl") -> list:
-    """(code, line, col, message) of every diagnostic, from parsing or the static checks."""
-    try:
-        found = diagnose(parse_program(text, path))
-    except EvitaError as e:
-        found = e.diagnostics
-    return [(d.code, d.span.line, d.span.col, d.message) for d in found]
 
 
 def rules(text: str) -> dict:
@@ -34,10 +24,6 @@ def rules(text: str) -> dict:
     program = parse_program(text, "t.dl")
     return {r.name: format_program(S.Program("p", (r,))).strip() for r in program.rules}
 
-
-def round_trips(program: S.Program) -> bool:
-    again = parse_program(format_program(program), "again.dl", program.name)
-    return not diff(encode(program), encode(again))
 
 
 # ---------------------------------------------------------------- aggregates: where they stand
@@ -192,13 +178,8 @@ def test_aggregate_program_checks_round_trips_and_the_oracle_agrees_with_souffl√
 
 @pytest.mark.parametrize("backend", ["small", "sql"])
 def test_aggregates_on_spark_agree_with_souffl√©(spark, backend):
-    """Planned straight from the parsed program, as in test_souffle_lang.py."""
-    from evita.runtime.engine import run
-
-    program = check_program(parse_program(AGGREGATES, "aggregates.dl"))
-    result = run(plan(program), spark, local=backend == "small")
-    got = result.tuples(list(AGGREGATES_EXPECTED))
-    assert got == AGGREGATES_EXPECTED
+    _, result = run_planned(spark, AGGREGATES, "aggregates.dl", backend)
+    assert result.tuples(list(AGGREGATES_EXPECTED)) == AGGREGATES_EXPECTED
 
 
 # ---------------------------------------------------------------- the C preprocessor

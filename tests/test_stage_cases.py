@@ -433,13 +433,11 @@ TRIGGERED = sorted(name for name, f in STAGES.items() if f.trigger is not None)
 def trigger_says(stage: str, program: S.Program):
     """True/False: the stage's trigger, asked in this process as the scheduler asks it;
     None when it needs Spark (the stage then always runs)."""
-    from evita.bootstrap.scheduler import Version, applies, in_process_or_none
+    from evita.bootstrap.scheduler import in_process_or_none
     from evita.bootstrap.stage import APPLIES
 
-    rows = encode(program)
-    if in_process_or_none(STAGES[stage].trigger, rows, program.name, [APPLIES], stage) is None:
-        return None
-    return applies(STAGES[stage], Version(0, "parse", rows), program.name, "auto")
+    out = in_process_or_none(STAGES[stage].trigger, encode(program), program.name, [APPLIES], stage)
+    return None if out is None else bool(out.tuples[APPLIES])
 
 
 def wide_rule(program: S.Program) -> bool:
