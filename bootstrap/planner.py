@@ -160,6 +160,7 @@ class _Planner:
             out[name] = Storage(name, n, cols, types, "derived" if name in derived else "base", k,
                                 partition=self.partition.get(name, ()),
                                 broadcast=self.distribution.get(name) in ("broadcast", "replicated"),
+                                located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io)
         for r in rules:

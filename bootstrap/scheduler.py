@@ -43,6 +43,7 @@ class Version:
     next_stage: Optional[str] = None  # the lattice's answer once this stage completed, if asked with it
     timing: dict = field(default_factory=dict)  # stage: (driver s, action s); integrity: s
     skipped: bool = False  # the stage's trigger found nothing to do: it did not run
+    ensured: tuple = ()  # invariants (catalog/NAME.dl) this and every later version must keep
 
 
 @dataclass
@@ -192,7 +193,11 @@ def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, 
             continue
         out = in_process_or_none(stage.trigger, final.rows, program_id, [APPLIES], name)
         if out is not None and out.tuples[APPLIES]:
-            at = ", ".join(sorted({_user_rule(final.rows, str(t[0])) for t in out.tuples[APPLIES]})[:5])
+            rules = {r["id"] for r in final.rows.dicts("rule")}
+            found = sorted(str(t[0]) for t in out.tuples[APPLIES])
+            # name the rules the trigger found; other work (a relation to place) only if none
+            found = [f for f in found if f.split("#")[0] in rules] or found
+            at = ", ".join(sorted({_user_rule(final.rows, f) for f in found})[:5])
             notes.append(f"stage {name} was left out, but it applies here ({at}): those rules run as written"
                          + (f"; {stage.if_left_out}" if stage.if_left_out else ""))
     return notes
@@ -222,7 +227,8 @@ def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, w
 def skipped_version(before: Version, program_id: str, stage: str, seconds: float) -> Version:
     """The catalog a skipped stage hands on: the one it was given."""
     rows = mark_stage(CatalogRows({t: list(rs) for t, rs in before.rows.items()}), program_id, stage)
-    return Version(before.number + 1, stage, rows, seconds, 0, None, {"trigger": seconds}, skipped=True)
+    return Version(before.number + 1, stage, rows, seconds, 0, None, {"trigger": seconds}, skipped=True,
+                   ensured=before.ensured)
 
 
 def _user_rule(rows: CatalogRows, at: str) -> str:
@@ -247,7 +253,8 @@ def run_one(spark, stage: StageFile, before: Version, program_id: str, max_itera
     checking = time.perf_counter()
     # A stage that changed nothing hands on the catalog it was given: checking it again
     # would cost a Spark job and could not find anything new.
-    violations = check_integrity(spark, rows, program_id, evaluator) if changed else []
+    ensured = before.ensured + tuple(i for i in stage.ensures if i not in before.ensured)
+    violations = check_integrity(spark, rows, program_id, evaluator, ensured) if changed else []
     integrity_actions = check_integrity.actions if changed else 0
     if violations:
         shown = "\n".join(f"  {check}: {what}" for check, what in violations[:20])
@@ -256,7 +263,7 @@ def run_one(spark, stage: StageFile, before: Version, program_id: str, max_itera
     done = time.perf_counter()
     following = Lattice.answer(out.next) if question is not None else None
     return Version(before.number + 1, stage.name, rows, done - started, out.actions + integrity_actions,
-                   following, {"stage": out.split, "integrity": done - checking})
+                   following, {"stage": out.split, "integrity": done - checking}, ensured=ensured)
 
 
 def _contents(rows: CatalogRows) -> dict:
@@ -271,22 +278,26 @@ def mark_stage(rows: CatalogRows, program_id: str, stage: str) -> CatalogRows:
     return rows
 
 
-def integrity_program() -> S.Program:
-    """`catalog/integrity.dl` with the ownership checks the schema declares, parsed once."""
+def integrity_program(ensured: tuple = ()) -> S.Program:
+    """`catalog/integrity.dl` with the ownership checks the schema declares and the
+    invariants stages ensured so far (`catalog/NAME.dl`), parsed once per combination."""
     from .checks import check_program
     from .parser import parse_file, parse_program
 
-    if not hasattr(integrity_program, "program"):
+    cache = integrity_program.__dict__.setdefault("programs", {})
+    if ensured not in cache:
         written = parse_file(package_root() / "catalog" / "integrity.dl")
         owners = parse_program(schema.ownership_checks(), "<catalog/schema.py ownership>")
-        integrity_program.program = check_program(replace(written, statements=written.statements
-                                                          + owners.statements))
-    return integrity_program.program
+        extra = [st for name in ensured for st in parse_file(package_root() / "catalog" / f"{name}.dl").statements]
+        cache[ensured] = check_program(replace(written, statements=written.statements + owners.statements
+                                               + tuple(extra)))
+    return cache[ensured]
 
 
-def check_integrity(spark, rows: CatalogRows, program_id: str, evaluator: str = "auto") -> list:
-    """(check, offending id) for every violated invariant of `catalog/integrity.dl`."""
-    out = evaluate(spark, integrity_program(), rows, program_id, ["violation"], origin="integrity",
+def check_integrity(spark, rows: CatalogRows, program_id: str, evaluator: str = "auto", ensured: tuple = ()) -> list:
+    """(check, offending id) for every violated invariant of `catalog/integrity.dl` and
+    of the invariants `ensured`."""
+    out = evaluate(spark, integrity_program(ensured), rows, program_id, ["violation"], origin="integrity",
                    evaluator=evaluator)
     check_integrity.actions = out.actions
     return sorted(out.tuples["violation"])

@@ -44,6 +44,9 @@ LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
 # `if_left_out("...")`: what a program loses when this stage is left out although its
 # trigger finds work (the scheduler's note says it).
 LEFT_OUT = "if_left_out"
+# `ensures("located")`: an invariant the stage establishes, `catalog/located.dl`: checked
+# with the catalog's integrity after this stage and every later one.
+ENSURES = "ensures"
 BOOTSTRAP_STAGES = ("parse", "planner")
 # Catalog column types as the runtime's declared types.
 _TYPES = {schema.STRING: "symbol", schema.INT: "number", schema.BOOL: "bool", schema.DOUBLE: "float"}
@@ -65,6 +68,7 @@ class StageFile:
     origin: str  # "built-in" or the --stage-path directory
     trigger: Optional[S.Program] = None  # what stage::applies depends on; None: the stage always runs
     if_left_out: str = ""  # the stage's own words for what is lost without it
+    ensures: tuple = ()  # invariants (catalog/NAME.dl) it establishes, checked from now on
 
 
 def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
@@ -114,13 +118,26 @@ def find_stages(stage_paths=()) -> dict:
             program = check_program(parse_file(path))
             facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
             lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
+            ensures = tuple(f for f in program.facts if f.atom.relation == ENSURES)
             trigger = slice_for(program, APPLIES)
             # The trigger is asked before the stage runs; the stage itself need not derive it.
-            rest = tuple(s for s in program.statements if s not in facts and s not in lost
+            rest = tuple(s for s in program.statements if s not in facts and s not in lost and s not in ensures
                          and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
             found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
-                                         " ".join(str(a.value) for f in lost for a in f.atom.args))
+                                         " ".join(str(a.value) for f in lost for a in f.atom.args),
+                                         tuple(invariant(f) for f in ensures))
     return found
+
+
+def invariant(fact: S.Fact) -> str:
+    """The invariant an `ensures("NAME")` fact names; it must be `catalog/NAME.dl`."""
+    args = fact.atom.args
+    name = str(args[0].value) if len(args) == 1 and isinstance(args[0], S.Const) else ""
+    if not name or not (package_root() / "catalog" / f"{name}.dl").is_file():
+        raise EvitaError([Diagnostic("unknown-invariant", f"ensures names no invariant catalog/{name or '?'}.dl",
+                                     fact.span, str(fact.atom.relation),
+                                     'name a file of catalog/, e.g. ensures("located")')])
+    return name
 
 
 # ---------------------------------------------------------------- one stage run

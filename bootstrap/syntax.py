@@ -271,7 +271,7 @@ PLAN_KEYS = {
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
 }
 JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
-DISTRIBUTIONS = ("partitioned", "replicated", "broadcast")
+DISTRIBUTIONS = ("partitioned", "replicated", "broadcast", "located")
 # `.plan statistics edge(rows=4000, distinct0=2000)`: what the cost-based stages know of a
 # relation's data (catalog table `statistic`), in text so cases and goldens can state it.
 # Key (with the column after it, but for rows) -> metric.
@@ -308,7 +308,7 @@ class Physical:
     """The physical decisions of a program's `.plan` statements, as the planner reads
     them. A program as written has none (all empty)."""
     methods: tuple = ()  # ((rule label, body position), join method)
-    distribution: tuple = ()  # (relation, 'partitioned' | 'replicated' | 'broadcast')
+    distribution: tuple = ()  # (relation, 'partitioned' | 'replicated' | 'broadcast' | 'located')
     cached: tuple = ()  # relations to keep in memory
     partition: tuple = ()  # (relation, (column, ...))
     strategy: tuple = ()  # (relation, strategy, reason): how its recursive stratum runs

@@ -107,8 +107,9 @@ TABLES = (
         ("input", BOOL, "read from outside (.input)"),
         ("output", BOOL, "written out (.output)"),
         ("distribution", STRING, "how a stage placed it on Spark: 'partitioned' (on its partition_column "
-                                 "rows), 'replicated' (a copy in every task) or 'broadcast' (joins broadcast it); "
-                                 "null leaves it to Spark"),
+                                 "rows), 'replicated' (a copy in every task), 'broadcast' (joins broadcast it) or "
+                                 "'located' (partitioned on its @ location column: a location is a partition, "
+                                 "and a tuple derived elsewhere is shipped there); null leaves it to Spark"),
         ("cached", BOOL, "a stage asked to keep it in memory once computed (read several times)"),
         ("pos", INT, "ordinal of its declaration statement, null if implicit"),
         _LINE, _COL,

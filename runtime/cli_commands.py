@@ -92,6 +92,7 @@ def cmd_run(args) -> int:
     from .inputs import output_files, printsize_relations
     from .io import Inputs, gather_inputs, write_outputs, write_text_outputs
     from .phases import Phases
+    from .traffic import traffic_text
     from .session import spark_session
     from .statistics import measure
 
@@ -149,6 +150,9 @@ def cmd_run(args) -> int:
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
+        traffic = traffic_text(result.traffic())
+        if traffic:
+            console.print("tuples per location (shipped by localized rules; set semantics):\n" + traffic)
         for rel, n in sorted(inputs.skipped.items()):
             console.print(f"input {rel}: {n} rows skipped (--lenient)")
         console.print(phases.text())

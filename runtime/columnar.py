@@ -285,16 +285,24 @@ def _vector(t, b, condition: bool = False):
         return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
     if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
         raise Unsupported(f"{op} on text")
-    out = {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
-           "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-           ">": np.greater, ">=": np.greater_equal}[op](left, right)
-    if op in ("==", "!=") and (_has_null(left) or _has_null(right)):
+    apply = {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
+             "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+             ">": np.greater, ">=": np.greater_equal}[op]
+    if op in _COMPARISONS and (_has_null(left) or _has_null(right)):
         if not condition:
             raise Unsupported(f"{op} on a null outside a condition")
         import pandas as pd
 
-        out = np.asarray(out, dtype=bool) & np.asarray(pd.notna(left)) & np.asarray(pd.notna(right))
-    return out
+        n = len(b)
+        left, right = _full(left, n), _full(right, n)
+        known = np.asarray(pd.notna(left)) & np.asarray(pd.notna(right))
+        out = np.zeros(n, dtype=bool)  # a comparison with a null is not true
+        out[known] = apply(left[known], right[known])
+        return out
+    return apply(left, right)
+
+
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 def _has_null(v) -> bool:

@@ -50,10 +50,16 @@ class Storage:
     aggregates: tuple = ()  # Aggregation per aggregated column
     partition: tuple = ()  # hash-partitioned on these columns
     broadcast: bool = False  # replicated to every task
+    located: bool = False  # partitioned on its @ column, `partition`: a location is a partition
     cached: bool = False  # kept in memory once computed
     input: bool = False  # .input: read from outside
     output: bool = False  # .output: written out
     stratum: Optional[int] = None  # stratum that derives it; None for base relations
+
+    @property
+    def location(self) -> Optional[int]:
+        """The @ column of a located relation, else None."""
+        return self.partition[0] if self.located and self.partition else None
 
     @property
     def group_columns(self) -> tuple:
@@ -201,7 +207,9 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"keys{_cols(s.keys)}")
     for a in s.aggregates:
         attrs.append(f"{a.func}<#{a.column}>" + (" premappable" if a.premappable else ""))
-    if s.partition:
+    if s.located:
+        attrs.append(f"located{_cols(s.partition)}")
+    elif s.partition:
         attrs.append(f"partition{_cols(s.partition)}")
     if s.broadcast:
         attrs.append("broadcast")

@@ -94,6 +94,15 @@ class Result:
         got = self.engine.scope.collect([(n, self.table(n)) for n in names], self.engine.one_partition)
         return {n: got[n] for n in names}
 
+    def traffic(self) -> list:
+        """Per location: tuples sent, received and derived locally (`runtime.traffic`;
+        one Spark action, the first time). Empty when no relation is located."""
+        if getattr(self, "_traffic", None) is None:
+            from .traffic import measure
+
+            self._traffic = measure(self)
+        return self._traffic
+
     def stats_text(self) -> str:
         lines = ["stratum  iteration  mode   actions  seconds  deltas"]
         for s in self.stats:
@@ -196,6 +205,10 @@ class _Cte:
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
 COLLECT_BYTES = 64 << 20  # a Spark-side input estimated above this is not collected to decide
 SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+# Located relations are hash-partitioned on their location column alone. A join or a set
+# difference whose keys include that column then needs no exchange, but Spark requires
+# co-partitioning on all the keys unless told otherwise.
+LOCATED_CONF = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
@@ -226,10 +239,12 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
     if tuning == "auto":
         tuning = "small" if _estimated_bytes(dataflow, inputs) < SMALL_BYTES else "large"
     saved = {}
-    if tuning == "small":
-        for k, v in SMALL_CONF.items():
-            saved[k] = spark.conf.get(k, None)
-            spark.conf.set(k, v)
+    conf = dict(SMALL_CONF) if tuning == "small" else {}
+    if not one_partition and any(s.located for s in dataflow.relations.values()):
+        conf.update(LOCATED_CONF)
+    for k, v in conf.items():
+        saved[k] = spark.conf.get(k, None)
+        spark.conf.set(k, v)
     try:
         if small_rows is None:
             small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
@@ -464,7 +479,8 @@ class _Engine:
                         parts[0] if parts else self.define(_empty_select(s)))
                     continue
                 df = reduce(lambda a, b: a.union(b), parts) if parts else empty_frame(self.spark, s)
-                self.full[name] = self.single(df).distinct() if len(parts) > 1 or name in self.inputs else df
+                df = self.single(df).distinct() if len(parts) > 1 or name in self.inputs else df
+                self.full[name] = self.keep(self.placed(df, s)) if s.located else df
             else:
                 self.base_parts = getattr(self, "base_parts", {})
                 self.base_parts[name] = parts
@@ -537,6 +553,17 @@ class _Engine:
     def single(self, df):
         """`df` in one partition when the engine runs in one-partition mode."""
         return df.coalesce(1) if self.one_partition else df
+
+    def placed(self, df, s: Storage):
+        """A located relation's tuples where they live: hash-partitioned on the location
+        column (a stage's decision, `Storage.located`). For tuples a rule derived at
+        another location this is the shipment: the one exchange a localized rule needs."""
+        if not s.located or self.one_partition:
+            return df
+        from pyspark.sql import functions as F
+
+        parts = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+        return df.repartition(parts, F.col(f"c{s.location}"))
 
     def array_cols(self, relation: str) -> set:
         from pyspark.sql.types import ArrayType
@@ -630,7 +657,7 @@ class _Engine:
                     rel, self.sizes[name] = self.materialize(rel), 1
                 self.full[name] = rel
             else:
-                self.full[name] = self.keep(rel) if s.cached else rel
+                self.full[name] = self.keep(self.placed(rel, s)) if s.cached or s.located else rel
         self.stats.append(IterationStats(st.index, 0, 0, {}, time.perf_counter() - t0))
 
     def keep(self, df):
@@ -671,7 +698,7 @@ class _Engine:
         for name in st.relations:
             s = self.df.relations[name]
             df = self.frame(self.combine(s, self.seeds(name), self.candidates(name, st.init_rules)))
-            self.full[name] = self.delta[name] = self.keep(df)
+            self.full[name] = self.delta[name] = self.keep(self.placed(df, s))
         looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         sizes = self.count_deltas(list(st.relations))
         if not self.sql_mode:
@@ -810,10 +837,16 @@ class _Engine:
         full = self.full[s.name]
         if not cand:
             return full.limit(0)
-        if not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
+        if s.located:  # shipped to where they live first, then compared with what is there
+            derived = self.placed(self.sql_frame(self.union_select(cand, [])), s)
+            if not s.aggregates and s.keys is None:
+                return derived.subtract(full)
+            new = self.frame(self.combine(s, [derived]))
+        elif not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
             return self.sql_frame(exp.except_(self.union_select(cand, []), select_all(self.view(full)),
                                               distinct=True, copy=False))
-        new = self.frame(self.combine(s, [], cand))
+        else:
+            new = self.frame(self.combine(s, [], cand))
         if s.aggregates:  # PreM: a new group, or a better value for an old one
             a = s.aggregates[0]
             old = _renamed(self.single(full), "o")
