@@ -31,12 +31,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
+from .components import expand_components
 from .inline import inline_relations
 from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
-    Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
-    Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
+    Column, CompDecl, CompInit, CompType, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
+    Override, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
 )
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -74,6 +75,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         raise EvitaError(lowering.diagnostics, source=text)
     if pre.includes:
         statements = _spliced(statements, pre.includes, path, text_as_given, _including)
+    if not _including:  # an included file's components are expanded with the includer's
+        statements = expand_components(statements, text, path)
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -181,9 +184,7 @@ def _unsupported_region(text: str, offset: int):
     """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
     record or ADT type), so that its braces do not cause a cascade of errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".limitsize")):
-        if rest.startswith(".comp"):
-            return offset, _past_groups(text, offset)
+    if rest.startswith((".functor", ".pragma", ".limitsize")):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
@@ -267,12 +268,12 @@ def _statement_region(text: str, offset: int):
 _WORDS = {
     "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
     "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
-    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "INT": "a number", "STRING": "a string",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "DOTTED": "a name", "INT": "a number", "STRING": "a string",
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
 _STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PRINTSIZE", "PLAN", "TYPE",
-                    "OLD_TYPE"}
+                    "OLD_TYPE", "COMP", "INIT", "OVERRIDE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
               "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
               "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
@@ -364,11 +365,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan")
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan",
+               ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
-_NOT_YET = {".functor": "user-defined functors", ".comp": "components", ".init": "components",
-            ".override": "components", ".pragma": "pragmas",
-            ".limitsize": "size limits"}
+_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -582,7 +582,7 @@ class _Builder(Transformer):
         return ListExpr(tuple(self._term(c) for c in ch), self._span(meta))
 
     def qname(self, meta, ch):
-        return "::".join(t.value for t in ch if t.type == "NAME")
+        return "::".join(t.value for t in ch if t.type in ("NAME", "DOTTED"))
 
     def arg(self, meta, ch):
         at = ch[0] if isinstance(ch[0], Token) and ch[0].type == "AT" else None
@@ -825,6 +825,22 @@ class _Builder(Transformer):
         statements = _flatten([c for c in ch[2:] if not isinstance(c, (tuple, Token))])
         return _RawComponent(name, addresses, statements, self._span(meta))
 
+    # -- Soufflé components (expanded by components.py once the whole program is lowered)
+    def comp_type(self, meta, ch):
+        names = [t.value for t in ch if isinstance(t, Token) and t.type == "NAME"]
+        return CompType(names[0], tuple(names[1:]), self._span(meta))
+
+    def comp_decl(self, meta, ch):
+        types = [c for c in ch if isinstance(c, CompType)]
+        body = _flatten([c for c in ch[1:] if not isinstance(c, (CompType, Token))])
+        return CompDecl(types[0], tuple(types[1:]), tuple(body), self._span(meta))
+
+    def comp_init(self, meta, ch):
+        return CompInit(ch[1].value, ch[3], self._span(meta))
+
+    def comp_override(self, meta, ch):
+        return Override(ch[1].value, self._tspan(ch[1]))
+
     def literal_only(self, meta, ch):
         return ch[0]
 
@@ -907,6 +923,8 @@ class _Lowering:
         for item in items:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
+            elif isinstance(item, CompDecl):
+                self._collect_declarations(item.body)
             elif isinstance(item, Declaration):
                 self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
@@ -924,6 +942,13 @@ class _Lowering:
             out.append(Component(item.name, item.addresses, item.span))
             for s in item.statements:
                 self._statement(s, item.name, out)
+        elif isinstance(item, CompDecl):
+            body: list = []
+            for s in item.body:
+                self._statement(s, component, body)
+            if self.souffle:  # helper relations of its aggregates belong to each instance
+                body = self.declare_helpers(body)
+            out.append(replace(item, body=tuple(body)))
         elif isinstance(item, _Clause):
             if not self._has_unsupported_term(item):
                 self._clause(item, component, out)
