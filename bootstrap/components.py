@@ -114,7 +114,7 @@ class _Expander:
             if isinstance(s, CompInit):
                 if s.instance in instances:
                     self.error("duplicate-instance", f"instance {s.instance} is already defined at "
-                               f"{instances[s.instance].span}", s.span, s.instance,
+                               f"{instances[s.instance].span}", s.name_span, s.instance,
                                "give each .init its own instance name")
                     continue
                 instances[s.instance] = s

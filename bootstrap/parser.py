@@ -836,7 +836,7 @@ class _Builder(Transformer):
         return CompDecl(types[0], tuple(types[1:]), tuple(body), self._span(meta))
 
     def comp_init(self, meta, ch):
-        return CompInit(ch[1].value, ch[3], self._span(meta))
+        return CompInit(ch[1].value, ch[3], self._span(meta), self._tspan(ch[1]))
 
     def comp_override(self, meta, ch):
         return Override(ch[1].value, self._tspan(ch[1]))
@@ -902,6 +902,7 @@ class _Lowering:
         self.path = path
         self.diagnostics = list(diagnostics)
         self.columns: dict = {}  # relation -> column names, or None if declared without names
+        self.component_columns: dict = {}  # the same, for the relations a `.comp` declares
         self.rule_count = 0
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
@@ -924,7 +925,11 @@ class _Lowering:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
             elif isinstance(item, CompDecl):
+                inner = len(self.columns)
                 self._collect_declarations(item.body)
+                # `g.edge{x: 1}` outside the component: the columns of its `edge`
+                for rel, names in list(self.columns.items())[inner:]:
+                    self.component_columns.setdefault(rel, names)
             elif isinstance(item, Declaration):
                 self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
@@ -1249,8 +1254,9 @@ class _Lowering:
 
     def _columns_of(self, atom: NamedAtom):
         rel = atom.relation
-        if rel in self.columns:
-            names = self.columns[rel]
+        instance_of = rel.rsplit(".", 1)[-1] if "." in rel else None  # g.edge: edge of a component
+        if rel in self.columns or instance_of in self.component_columns:
+            names = self.columns[rel] if rel in self.columns else self.component_columns[instance_of]
             if names is None:
                 self.error("unknown-field", f"{rel} is declared without column names, so its fields "
                            "cannot be named", atom.span, rel,

@@ -331,6 +331,7 @@ class CompInit:
     instance: str
     type: CompType
     span: Span = _span()
+    name_span: Span = _span()  # of the instance name, where a clash is reported
 
 
 @dataclass(frozen=True)
