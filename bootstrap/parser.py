@@ -55,11 +55,13 @@ def _lark() -> Lark:
 # ---------------------------------------------------------------- public API
 
 def parse_program(text: str, path: str = "<string>", name: Optional[str] = None, *,
-                  _including: tuple = (), _macros: Optional[dict] = None) -> Program:
+                  _including: tuple = (), _macros: Optional[dict] = None, _included: bool = False) -> Program:
     """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found.
     The C preprocessor subset Soufflé programs use runs first (`preprocess.py`):
     `#define`, `#ifdef` and the like, and `#include "FILE"`, which brings in the
-    statements of FILE, relative to the including file, where the line stands."""
+    statements of FILE, relative to the including file, where the line stands.
+    Soufflé components are then expanded (`components.py`): no `.comp` or `.init` is
+    left in the program returned."""
     text_as_given = text
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
@@ -75,7 +77,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         raise EvitaError(lowering.diagnostics, source=text)
     if pre.includes:
         statements = _spliced(statements, pre.includes, path, text_as_given, _including)
-    if not _including:  # an included file's components are expanded with the includer's
+    if not _included:  # an included file's components are expanded with the includer's statements
         statements = expand_components(statements, text, path)
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
@@ -106,7 +108,7 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
                                          span, f'#include "{name}"', "remove the #include that closes the cycle")],
                              source=text)
         inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()),
-                              _macros=inc.macros)
+                              _macros=inc.macros, _included=True)
         at = next((i for i, s in enumerate(out) if getattr(s, "span", None) is not None
                    and s.span.file == path and s.span.line > line), len(out))
         out[at:at] = list(inner.statements)

@@ -162,6 +162,14 @@ def test_a_type_parameter_names_the_component_to_instantiate():
     assert facts(p) == [("R", 2)]
 
 
+def test_a_component_from_an_included_file(tmp_path):
+    from evita.bootstrap.parser import parse_file
+    (tmp_path / "graph.dl").write_text(GRAPH)
+    (tmp_path / "main.dl").write_text('#include "graph.dl"\n.init g = Graph<number>\ng.edge(1, 2).\n')
+    p = parse_file(tmp_path / "main.dl")
+    assert set(declared(p)) == {"g.edge", "g.reach"} and facts(p) == [("g.edge", 1, 2)]
+
+
 # ---------------------------------------------------------------- mistakes, positioned
 
 @pytest.mark.parametrize("text, expected", [
