@@ -283,7 +283,7 @@ _COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
 _NUMBERS = {"INT", "FLOAT", "HEX_INT", "BIN_INT", "UNSIGNED_INT", "IPV4"}
 _TERM_START = {"NAME", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG", "BNOT", "LNOT"} | _NUMBERS
 # implied by the words we print for their neighbours ("a number" stands for every notation)
-_NOISE = {"AGG_COUNT", "AGG_FN"} | (_NUMBERS - {"INT"})
+_NOISE = {"AGG_COUNT", "AGG_FN", "DOTTED"} | (_NUMBERS - {"INT"})  # DOTTED: "a name" says it
 
 
 def _found(token: Token) -> str:
