@@ -166,8 +166,8 @@ def _parse_tree(text: str, path: str, start: str):
         except UnexpectedInput as e:
             diagnostics.append(_syntax_diagnostic(e, current, path))
             offset = _error_offset(e, current)
-            region = None if start != "start" else \
-                _unsupported_region(current, offset) or _statement_region(current, offset)
+            region = None if start != "start" else _unsupported_region(current, offset) \
+                or _component_header(current, offset) or _statement_region(current, offset)
             if region is None:
                 break
             lo, hi = region
@@ -240,23 +240,34 @@ def _error_offset(e: UnexpectedInput, text: str) -> int:
 _SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*.*?(?:\*/|\Z)|\.(?=\s|\Z)|[{}]', re.S)
 
 
+def _open_braces(text: str, offset: int) -> int:
+    """How many `{` before `offset` are not closed (strings and comments skipped)."""
+    depth = 0
+    for m in _SCAN.finditer(text, 0, offset):
+        depth += {"{": 1, "}": -1}.get(m.group(), 0)
+    return depth
+
+
 def _statement_region(text: str, offset: int):
     """(start, end) of the statement around `offset`, or None when blanking cannot help."""
     if offset >= len(text.rstrip()):
         return None  # the error is at the end: nothing after it to recover
     lo = 0
     hi = None
+    depth = 0  # of the braces open before the error
     for m in _SCAN.finditer(text):
         tok = m.group()
         if tok[0] in '"/':
             continue
         if m.start() < offset:
             lo = m.end()  # after the last '.', '{' or '}' before the error
+            depth += {"{": 1, "}": -1}.get(tok, 0)
         elif tok == ".":
             hi = m.end()
             break
         else:  # a brace after the error closes (or opens) the enclosing block: stop before it
-            hi = m.start() if m.start() > offset else m.end()
+            # (a '}' the error is at is kept too when it closes a block: `r(1) }`)
+            hi = m.start() if m.start() > offset or (tok == "}" and depth > 0 and m.start() > lo) else m.end()
             break
     if hi is None:
         hi = len(text)
@@ -380,6 +391,28 @@ _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2212": "write ':-' with an ASCII minus sign"}
 
 
+# The punctuation of `.comp C<T> : B { ... }` and `.init c = C<T>`, in words.
+_HEADER_WORDS = {"NAME": "a name", "LT": "'<'", "_COMMA": "','", "GT": "'>'", "COLON": "':'", "EQ": "'='",
+                 "_LBRACE": "'{'"}
+_HEADER_FORMS = {".comp": ".comp NAME<T, ...> : BASE<T, ...> { ... } (type parameters and bases optional)",
+                 ".init": ".init INSTANCE = COMPONENT<TYPE, ...> (type arguments only if it declares parameters)"}
+
+
+def _component_header(text: str, offset: int):
+    """(start, end) of the `.comp` or `.init` header the error at `offset` is in (a
+    `.comp` up to its body's `{`, an `.init` on its line), for the whole statement to
+    be skipped after the error; else None."""
+    line_start = text.rfind("\n", 0, len(text[:offset].rstrip())) + 1  # at the end: the last line
+    init = text.rfind(".init", line_start, offset + 1)
+    if init >= 0 and not text[init + 5:init + 6].isalnum():
+        end = text.find("\n", offset)
+        return init, end if end >= 0 else len(text)
+    comp = text.rfind(".comp", 0, offset + 1)
+    if comp >= 0 and not text[comp + 5:comp + 6].isalnum() and not set("{}.") & set(text[comp + 5:offset]):
+        return comp, _past_groups(text, comp)
+    return None
+
+
 def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     offset = _error_offset(e, text)
     if isinstance(e, UnexpectedCharacters):
@@ -402,6 +435,15 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     before = text[:offset].rstrip()
     found, wanted = _found(tok), _expected(expected, before.endswith((":-", ",", ";", "{")))
     after_previous = Span(path, prev_line, prev_col + 1)
+    header = _component_header(text, offset)
+    if header is not None:  # `<`, `>`, `=` and `:` are punctuation here, not operators
+        words = [w for t, w in _HEADER_WORDS.items() if t in expected]
+        wanted = ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else (words or ["more"])[0]
+        where = after_previous if tok.type == "$END" else Span(path, tok.line, tok.column, tok.end_line or 0,
+                                                                tok.end_column or 0)
+        word = text[header[0]:header[0] + 5]
+        return Diagnostic("syntax", f"unexpected {found} in {word}; expected {wanted}", where, tok.value,
+                          "write " + _HEADER_FORMS[word])
     if tok.type == "$END":
         hint = "every rule and fact ends with '.'" if "_DOT" in expected else \
             "the file ends before the statement is complete: check for a missing ')', '}' or '.'"
@@ -443,7 +485,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     elif (tok.type in ("NAME", "STRING") or tok.type in _NUMBERS) and "_COMMA" in expected:
         hint = "separate arguments and literals with ','"
     elif tok.type == "_RBRACE" and "_RBRACE" not in expected:
-        hint = "this '}' has no matching '{'"
+        hint = "end the statement with '.' before the '}'" if _open_braces(text, offset) > 0 \
+            and "_DOT" in expected else "this '}' has no matching '{'"
     elif tok.type == "SLASH" and text[offset:offset + 2] == "/*":
         hint = "close the comment with '*/'"
     return Diagnostic("syntax", f"unexpected {found}; expected {wanted}", span, tok.value, hint)

@@ -197,6 +197,29 @@ def test_mistakes_are_positioned_and_named(text, expected):
     assert errors(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    (".comp C<> { }\n.decl q(x: number)\nq(1).\n", [("syntax", 1, 9, "unexpected '>' in .comp; expected a name")]),
+    (".comp C : { .decl r(x: number) }\n", [("syntax", 1, 11, "unexpected '{' in .comp; expected a name")]),
+    (".init c C\n", [("syntax", 1, 9, "unexpected name 'C' in .init; expected '='")]),
+    (".init c = C<number\n", [("syntax", 1, 19, "unexpected end of file in .init; expected ',' or '>'")]),
+    (".comp C { .decl r(x: number)\n  r(1) }\n.init c = C\n",
+     [("syntax", 2, 8, "unexpected '}'; expected ':-' to start a rule body or '.' to end the fact")]),
+])
+def test_syntax_errors_in_component_headers_and_bodies(text, expected):
+    """Each once: the rest of the `.comp` goes with it, so nothing follows from it."""
+    assert errors(text) == expected
+
+
+def test_the_hint_of_a_syntax_error_shows_the_form():
+    from evita.bootstrap.diagnostics import EvitaError
+    with pytest.raises(EvitaError) as e:
+        parsed(".init c C\n")
+    assert "hint: write .init INSTANCE = COMPONENT<TYPE, ...>" in e.value.render()
+    with pytest.raises(EvitaError) as e:
+        parsed(".comp C { .decl r(x: number)\n  r(1) }\n")
+    assert "hint: end the statement with '.' before the '}'" in e.value.render()
+
+
 def test_a_mistake_in_a_component_instantiated_twice_is_reported_once():
     assert codes(".comp A { .init x = Nope }\n.init a = A\n.init b = A\n") == ["unknown-component"]
 
