@@ -97,12 +97,14 @@ class _Expander:
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
 
-    def body(self, statements, scope: _Scope, binding: dict, chain: tuple, overridden=frozenset()) -> list:
+    def body(self, statements, scope: _Scope, binding: dict, chain: tuple, overridden=frozenset(),
+             instances: Optional[dict] = None) -> list:
         """The statements of one scope (the program, or one component's own body), in
         order: instances expanded in place, declarations with the type parameters bound,
-        and the rules and facts of an overridden relation left out."""
+        and the rules and facts of an overridden relation left out. `instances` holds the
+        instance names already taken in the scope (a base's among them)."""
         out: list = []
-        instances: dict = {}
+        instances = {} if instances is None else instances
         for s in statements:
             if isinstance(s, CompDecl):
                 continue
@@ -163,23 +165,25 @@ class _Expander:
         decl, where, inner = found
         return _renamed(self.content(decl, where, inner, chain + (decl.type.name,), frozenset()), init.instance)
 
-    def content(self, decl: CompDecl, where: _Scope, binding: dict, chain: tuple, overridden) -> list:
+    def content(self, decl: CompDecl, where: _Scope, binding: dict, chain: tuple, overridden,
+                instances: Optional[dict] = None) -> list:
         """What an instance of `decl` holds before renaming: its bases' content (without
         the rules of relations overridden here or below), then its own body."""
         own = frozenset(s.relation for s in decl.body if isinstance(s, Override))
+        instances = {} if instances is None else instances  # one namespace with the bases'
         out: list = []
         for base in decl.bases:
             found = self.resolve(base, where, binding, chain, f"component {decl.type.name}")
             if found is None:
                 continue
             bdecl, bwhere, bbinding = found
-            out += self.content(bdecl, bwhere, bbinding, chain + (bdecl.type.name,), overridden | own)
+            out += self.content(bdecl, bwhere, bbinding, chain + (bdecl.type.name,), overridden | own, instances)
         inherited = {s.relation: s for s in out if isinstance(s, Declaration)}
         for s in decl.body:
             if isinstance(s, Override):
                 self._check_override(s, decl, inherited)
         scope = _Scope.of(decl.body, where, self)
-        return out + self.body(decl.body, scope, binding, chain, overridden)
+        return out + self.body(decl.body, scope, binding, chain, overridden, instances)
 
     def _check_override(self, o: Override, decl: CompDecl, inherited: dict):
         d = inherited.get(o.relation)

@@ -187,6 +187,8 @@ def test_a_component_from_an_included_file(tmp_path):
      [("override", 3, 13, "r is not overridable")]),
     (".comp A { .decl r(x: number) }\n.init a = A\n.init a = A\n",
      [("duplicate-instance", 3, 7, "instance a is already defined at t.dl:2:1")]),
+    (".comp A { .decl r(x: number) }\n.comp B { .init in = A }\n.comp C : B { .init in = A }\n.init c = C\n",
+     [("duplicate-instance", 3, 21, "instance in is already defined at t.dl:2:11")]),
     (".comp A { .decl r(x: number) }\n.comp A { }\n.init a = A\n",
      [("duplicate-component", 2, 7, "component A is declared twice (first at t.dl:1:1)")]),
     (".comp A { .decl r(x: number) }\n.override r\n", [("override", 2, 11, ".override r stands outside any component")]),
@@ -222,6 +224,11 @@ def test_the_hint_of_a_syntax_error_shows_the_form():
 
 def test_a_mistake_in_a_component_instantiated_twice_is_reported_once():
     assert codes(".comp A { .init x = Nope }\n.init a = A\n.init b = A\n") == ["unknown-component"]
+
+
+def test_a_relation_declared_again_in_a_sub_component_is_a_duplicate_declaration():
+    assert errors(".comp A { .decl r(x: number) }\n.comp B : A { .decl r(x: number) }\n.init b = B\n") == [
+        ("duplicate-declaration", 2, 15, "relation b.r is declared twice (first at t.dl:1:11)")]
 
 
 def test_a_mistake_inside_an_instance_points_into_the_component():
