@@ -148,7 +148,8 @@ class _Expander:
             expected = _spelled(decl.type)
             self.error("component-arity", f"component {name} takes {_count(len(decl.type.args))}, "
                        f"not {len(ref.args)}", ref.span, _spelled(ref),
-                       f"write {expected}, as in its declaration at {decl.span}")
+                       f"give one type argument per parameter of .comp {expected} (at {decl.span})"
+                       if decl.type.args else f"write {name} alone: .comp {name} at {decl.span} has no parameters")
             return None
         if name in chain:
             cycle = " -> ".join(chain[chain.index(name):] + (name,))

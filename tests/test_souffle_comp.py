@@ -241,7 +241,7 @@ def test_the_rendered_diagnostic_says_what_to_do():
     with pytest.raises(EvitaError) as e:
         parsed(GRAPH + ".init g = Graph\n")
     text = e.value.render()
-    assert "t.dl:8:11: error[component-arity]" in text and "hint: write Graph<T>" in text
+    assert "t.dl:8:11: error[component-arity]" in text and "hint: give one type argument per parameter of .comp Graph<T> (at t.dl:1:1)" in text
     assert "Traceback" not in text
 
 
