@@ -36,8 +36,8 @@ from .inline import inline_relations
 from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
-    Column, CompDecl, CompInit, CompType, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
-    Override, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
+    Column, CompDecl, CompInit, CompType, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr,
+    Materialize, NamedAtom, Override, Plan, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
 )
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -183,8 +183,9 @@ def _parse_tree(text: str, path: str, start: str):
 
 
 def _unsupported_region(text: str, offset: int):
-    """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
-    record or ADT type), so that its braces do not cause a cascade of errors; else None."""
+    """(start, end) of a construct reported as not supported yet (`.functor` and other
+    directives, a record or ADT type), so that its braces do not cause a cascade of
+    errors; else None."""
     rest = text[offset:]
     if rest.startswith((".functor", ".pragma", ".limitsize")):
         return offset, offset + len(rest.split("\n", 1)[0])
@@ -281,7 +282,8 @@ def _statement_region(text: str, offset: int):
 _WORDS = {
     "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
     "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
-    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "DOTTED": "a name", "INT": "a number", "STRING": "a string",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "DOTTED": "a name",
+    "INT": "a number", "STRING": "a string",
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
@@ -404,13 +406,18 @@ def _component_header(text: str, offset: int):
     be skipped after the error; else None."""
     line_start = text.rfind("\n", 0, len(text[:offset].rstrip())) + 1  # at the end: the last line
     init = text.rfind(".init", line_start, offset + 1)
-    if init >= 0 and not text[init + 5:init + 6].isalnum():
+    if init >= 0 and _HEADER.match(text, init + 5, offset) and "//" not in text[line_start:init]:
         end = text.find("\n", offset)
         return init, end if end >= 0 else len(text)
     comp = text.rfind(".comp", 0, offset + 1)
-    if comp >= 0 and not text[comp + 5:comp + 6].isalnum() and not set("{}.") & set(text[comp + 5:offset]):
+    if comp >= 0 and _HEADER.match(text, comp + 5, offset) and \
+            "//" not in text[text.rfind("\n", 0, comp) + 1:comp]:
         return comp, _past_groups(text, comp)
     return None
+
+
+# What may stand between `.comp`/`.init` and an error in its header: names and punctuation.
+_HEADER = re.compile(r"(?:\s+[\w\s<>,:=]*)?\Z")
 
 
 def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
