@@ -26,6 +26,7 @@ h.r(1).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -105,6 +106,14 @@ class _Expander:
         instance names already taken in the scope (a base's among them)."""
         out: list = []
         instances = {} if instances is None else instances
+        # The helper relations of an overridden rule's aggregates (`L_agg1`, `L_agg1_all`, ...,
+        # see parser.py) go with it.
+        dropped = [s.name for s in statements if isinstance(s, Rule) and s.head.relation in overridden]
+        helpers = re.compile("|".join(re.escape(d) + r"_agg[0-9]+(?:_(?:dom|all|unit))?" for d in dropped)) \
+            if dropped else None
+
+        def helper(relation: str) -> bool:
+            return helpers is not None and helpers.fullmatch(relation) is not None
         for s in statements:
             if isinstance(s, CompDecl):
                 continue
@@ -121,7 +130,9 @@ class _Expander:
                     continue
                 instances[s.instance] = s
                 out += self.instance(s, scope, binding, chain)
-            elif isinstance(s, (Rule, Fact)) and _head(s).relation in overridden:
+            elif isinstance(s, (Rule, Fact)) and (_head(s).relation in overridden or helper(_head(s).relation)):
+                continue
+            elif isinstance(s, Declaration) and helper(s.relation):
                 continue
             elif isinstance(s, Declaration):
                 out.append(replace(s, columns=tuple(replace(c, type=binding.get(c.type, c.type))

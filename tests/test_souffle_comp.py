@@ -85,7 +85,7 @@ def test_qualified_names_outside_the_component_in_facts_rules_and_directives():
 
 def test_named_fields_of_an_instance_relation():
     p = parsed(GRAPH + ".init g = Graph<number>\ng.edge{y: 2, x: 1}.\n")
-    assert facts(p) == [("g.edge", 1, 2)]
+    assert facts(p) == [("g.edge", 1, 2)] and round_trips(p)
 
 
 def test_a_name_the_component_does_not_declare_stays_global():
@@ -135,6 +135,17 @@ def test_override_drops_the_base_rules_and_facts_of_the_relation():
     assert facts(p) == [("mySub.R", 2), ("myBase.R", 1)]
     assert [r.head.relation for r in p.rules] == ["mySub.R", "myBase.R"]
     assert [s.span.line for s in p.rules] == [10, 4]  # Sub's own rule, then Base's in its own instance
+
+
+def test_override_drops_the_helpers_of_the_base_rules_aggregates_too():
+    p = parsed(".comp Base {\n  .decl r(x: number)\n  .decl n(k: number) overridable\n"
+               "  n(k) :- k = count : { r(_) }.\n}\n.comp Sub : Base {\n  .override n\n"
+               "  n(k) :- k = sum x : { r(x) }.\n}\n.init s = Sub\n")
+    assert not any(r.startswith("s.rule1_agg") for r in declared(p))
+    assert {r.name for r in p.rules} == {"s_rule2_agg1", "s_rule2_agg1_all", "s_rule2_agg1_none", "s_rule2"}
+    assert errors(".comp Base {\n  .decl r(x: number)\n  .decl n(k: number) overridable\n"
+                  "  n(k) :- k = count : { r(_) }.\n}\n.comp Sub : Base {\n  .override n\n"
+                  "  n(k) :- k = sum x : { r(x) }.\n}\n.init s = Sub\n") == []
 
 
 # ---------------------------------------------------------------- nesting
