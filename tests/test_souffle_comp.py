@@ -288,8 +288,10 @@ def test_instances_on_spark_agree_with_the_oracle(spark, backend):
 
 def test_evita_run_reads_and_writes_instance_relations_by_their_qualified_names(spark, tmp_path, capsys):
     program = tmp_path / "graphs.dl"
+    # a rule outside the instance reads it with a constant (what const_prop and magic_sets look for)
     program.write_text(GRAPH.replace(".output reach", ".input edge\n  .output reach")
-                       + ".init g = Graph<number>\n")
+                       + ".init g = Graph<number>\n.decl from1(y: number)\nfrom1(y) :- g.reach(1, y).\n"
+                       ".output from1\n")
     facts_dir = tmp_path / "facts"
     facts_dir.mkdir()
     (facts_dir / "g.edge.facts").write_text("1\t2\n2\t3\n")
@@ -297,5 +299,6 @@ def test_evita_run_reads_and_writes_instance_relations_by_their_qualified_names(
     code = main(["run", str(program), "-F", str(facts_dir), "-D", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.out + captured.err
-    assert sorted(p.name for p in out.iterdir()) == ["g.reach.csv"]  # Soufflé's name for it
+    assert sorted(p.name for p in out.iterdir()) == ["from1.csv", "g.reach.csv"]  # Soufflé's name for it
     assert (out / "g.reach.csv").read_text().splitlines() == ["1\t2", "1\t3", "2\t3"]
+    assert (out / "from1.csv").read_text().splitlines() == ["2", "3"]
