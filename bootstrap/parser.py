@@ -977,11 +977,15 @@ class _Lowering:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
             elif isinstance(item, CompDecl):
-                inner = len(self.columns)
                 self._collect_declarations(item.body)
-                # `g.edge{x: 1}` outside the component: the columns of its `edge`
-                for rel, names in list(self.columns.items())[inner:]:
-                    self.component_columns.setdefault(rel, names)
+                # `g.edge{x: 1}` outside the component: the columns of its `edge` (None
+                # when components declare an `edge` with other columns)
+                for d in item.body:
+                    if isinstance(d, Declaration) and d.style == "decl":
+                        names = [c.name for c in d.columns]
+                        known = self.component_columns.setdefault(d.relation, names)
+                        if known != names:
+                            self.component_columns[d.relation] = _AMBIGUOUS
             elif isinstance(item, Declaration):
                 self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
@@ -1309,6 +1313,10 @@ class _Lowering:
         instance_of = rel.rsplit(".", 1)[-1] if "." in rel else None  # g.edge: edge of a component
         if rel in self.columns or instance_of in self.component_columns:
             names = self.columns[rel] if rel in self.columns else self.component_columns[instance_of]
+            if names is _AMBIGUOUS:
+                self.error("unknown-field", f"the fields of {rel} cannot be named: components declare "
+                           f"{instance_of} with different columns", atom.span, rel, "use positional arguments")
+                return None
             if names is None:
                 self.error("unknown-field", f"{rel} is declared without column names, so its fields "
                            "cannot be named", atom.span, rel,
@@ -1326,6 +1334,7 @@ class _Lowering:
 
 
 _LOWERED_QUALIFIERS = ("eqrel", "input", "output")
+_AMBIGUOUS = ["<ambiguous>"]  # the columns of a component relation declared differently by two components
 
 
 def _equivalence_rules(d: Declaration) -> list:

@@ -88,6 +88,12 @@ def test_named_fields_of_an_instance_relation():
     assert facts(p) == [("g.edge", 1, 2)] and round_trips(p)
 
 
+def test_named_fields_of_a_relation_two_components_declare_differently_are_refused():
+    assert errors(".comp A { .decl edge(x: number, y: number) }\n.comp B { .decl edge(a: number, b: number) }\n"
+                  ".init a = A\n.init b = B\na.edge{x: 1, y: 2}.\n") == [
+        ("unknown-field", 5, 1, "the fields of a.edge cannot be named: components declare edge with different columns")]
+
+
 def test_a_name_the_component_does_not_declare_stays_global():
     p = parsed(".decl seen(x: number)\n.comp C {\n  .decl r(x: number)\n  r(1).\n  seen(x) :- r(x).\n}\n"
                ".init a = C\n.init b = C\n")
