@@ -26,6 +26,7 @@ h.r(1).
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -151,9 +152,11 @@ class _Expander:
         decl, where = scope.lookup(name)
         if decl is None:
             known = scope.names()
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"declare it with .comp {name} {{ ... }}" + \
+                (f"; the components visible here are {', '.join(known)}" if known else "")
             self.error("unknown-component", f"{what} names component {name}, which is not declared", ref.span,
-                       ref.name, f"declare it with .comp {name} {{ ... }}" +
-                       (f" (declared here: {', '.join(known)})" if known else ""))
+                       ref.name, hint)
             return None
         if len(ref.args) != len(decl.type.args):
             expected = _spelled(decl.type)

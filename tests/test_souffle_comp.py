@@ -239,6 +239,16 @@ def test_the_hint_of_a_syntax_error_shows_the_form():
     assert "hint: end the statement with '.' before the '}'" in e.value.render()
 
 
+def test_an_unknown_component_close_to_a_known_one_is_suggested():
+    from evita.bootstrap.diagnostics import EvitaError
+    with pytest.raises(EvitaError) as e:
+        parsed(GRAPH + ".init g = Grph<number>\n")
+    assert e.value.first.hint == "did you mean Graph?"
+    with pytest.raises(EvitaError) as e:
+        parsed(GRAPH + ".init g = Nope<number>\n")
+    assert e.value.first.hint == "declare it with .comp Nope { ... }; the components visible here are Graph"
+
+
 def test_a_mistake_in_a_component_instantiated_twice_is_reported_once():
     assert codes(".comp A { .init x = Nope }\n.init a = A\n.init b = A\n") == ["unknown-component"]
 
