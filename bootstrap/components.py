@@ -107,10 +107,14 @@ class _Expander:
         instance names already taken in the scope (a base's among them)."""
         out: list = []
         instances = {} if instances is None else instances
-        # The helper relations of an overridden rule's aggregates (`L_agg1`, `L_agg1_all`, ...,
-        # see parser.py) go with it.
-        dropped = [s.name for s in statements if isinstance(s, Rule) and s.head.relation in overridden]
-        helpers = re.compile("|".join(re.escape(d) + r"_agg[0-9]+(?:_(?:dom|all|unit))?" for d in dropped)) \
+        # The helper relations of an overridden rule's aggregates (`L_agg1`, `L_agg1_all`,
+        # `L_agg1_agg1` of a nested one, ..., see parser.py) go with it. The rules that make
+        # an `eqrel` relation one stay: they are its kind, not rules the component gave it.
+        def overridden_rule(s) -> bool:
+            return isinstance(s, (Rule, Fact)) and _head(s).relation in overridden and \
+                not (isinstance(s, Rule) and _EQREL_RULE.fullmatch(s.name))
+        dropped = [s.name for s in statements if isinstance(s, Rule) and overridden_rule(s)]
+        helpers = re.compile("|".join(re.escape(d) + r"(?:_agg[0-9]+(?:_dom|_all|_unit)?)+" for d in dropped)) \
             if dropped else None
 
         def helper(relation: str) -> bool:
@@ -131,7 +135,7 @@ class _Expander:
                     continue
                 instances[s.instance] = s
                 out += self.instance(s, scope, binding, chain)
-            elif isinstance(s, (Rule, Fact)) and (_head(s).relation in overridden or helper(_head(s).relation)):
+            elif overridden_rule(s) or isinstance(s, (Rule, Fact)) and helper(_head(s).relation):
                 continue
             elif isinstance(s, Declaration) and helper(s.relation):
                 continue
@@ -211,6 +215,10 @@ class _Expander:
         elif "overridable" not in d.qualifiers:
             self.error("override", f"{o.relation} is not overridable", o.span, o.relation,
                        f"add the qualifier overridable to its declaration at {d.span}")
+
+
+# The labels `_equivalence_rules` (parser.py) gives the rules of an `eqrel` relation.
+_EQREL_RULE = re.compile(r"eqrel_\w+_(?:reflexive|symmetric|transitive)")
 
 
 def _head(s) -> Atom:

@@ -154,6 +154,13 @@ def test_override_drops_the_helpers_of_the_base_rules_aggregates_too():
                   "  n(k) :- k = sum x : { r(x) }.\n}\n.init s = Sub\n") == []
 
 
+def test_an_overridden_eqrel_relation_stays_an_equivalence():
+    p = parsed(".comp Base {\n  .decl r(x: number)\n  .decl e(a: number, b: number) eqrel overridable\n"
+               "  e(x, x + 1) :- r(x).\n}\n.comp Sub : Base {\n  .override e\n  e(1, 2).\n}\n.init s = Sub\n")
+    assert sorted(r.name for r in p.rules) == ["s_eqrel_e_reflexive", "s_eqrel_e_symmetric", "s_eqrel_e_transitive"]
+    assert facts(p) == [("s.e", 1, 2)]
+
+
 # ---------------------------------------------------------------- nesting
 
 def test_nested_components_and_instances_as_in_soufflés_documentation():
