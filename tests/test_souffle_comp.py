@@ -83,6 +83,12 @@ def test_qualified_names_outside_the_component_in_facts_rules_and_directives():
     assert errors(GRAPH + ".init g = Graph<number>\ng.edge(1, 2).\n") == [] and round_trips(p)
 
 
+def test_a_statements_final_dot_is_never_part_of_a_name():
+    p = parsed(".decl q(x: number, y: number)\n.decl p(x: number)\np(x) :- q(x, y), x < y.\nq(1, 2). q(2, 1).\n"
+               ".output p\np(7).\n")
+    assert [r.head.relation for r in p.rules] == ["p"] and facts(p) == [("q", 1, 2), ("q", 2, 1), ("p", 7)]
+
+
 def test_named_fields_of_an_instance_relation():
     p = parsed(GRAPH + ".init g = Graph<number>\ng.edge{y: 2, x: 1}.\n")
     assert facts(p) == [("g.edge", 1, 2)] and round_trips(p)
