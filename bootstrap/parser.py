@@ -31,12 +31,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
+from .components import expand_components
 from .inline import inline_relations
 from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
-    Column, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, NamedAtom, Plan,
-    Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
+    Column, CompDecl, CompInit, CompType, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr,
+    Materialize, NamedAtom, Override, Plan, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
 )
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -54,11 +55,13 @@ def _lark() -> Lark:
 # ---------------------------------------------------------------- public API
 
 def parse_program(text: str, path: str = "<string>", name: Optional[str] = None, *,
-                  _including: tuple = (), _macros: Optional[dict] = None) -> Program:
+                  _including: tuple = (), _macros: Optional[dict] = None, _included: bool = False) -> Program:
     """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found.
     The C preprocessor subset Soufflé programs use runs first (`preprocess.py`):
     `#define`, `#ifdef` and the like, and `#include "FILE"`, which brings in the
-    statements of FILE, relative to the including file, where the line stands."""
+    statements of FILE, relative to the including file, where the line stands.
+    Soufflé components are then expanded (`components.py`): no `.comp` or `.init` is
+    left in the program returned."""
     text_as_given = text
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
@@ -74,6 +77,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         raise EvitaError(lowering.diagnostics, source=text)
     if pre.includes:
         statements = _spliced(statements, pre.includes, path, text_as_given, _including)
+    if not _included:  # an included file's components are expanded with the includer's statements
+        statements = expand_components(statements, text, path)
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -103,7 +108,7 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
                                          span, f'#include "{name}"', "remove the #include that closes the cycle")],
                              source=text)
         inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()),
-                              _macros=inc.macros)
+                              _macros=inc.macros, _included=True)
         at = next((i for i, s in enumerate(out) if getattr(s, "span", None) is not None
                    and s.span.file == path and s.span.line > line), len(out))
         out[at:at] = list(inner.statements)
@@ -161,8 +166,8 @@ def _parse_tree(text: str, path: str, start: str):
         except UnexpectedInput as e:
             diagnostics.append(_syntax_diagnostic(e, current, path))
             offset = _error_offset(e, current)
-            region = None if start != "start" else \
-                _unsupported_region(current, offset) or _statement_region(current, offset)
+            region = None if start != "start" else _unsupported_region(current, offset) \
+                or _component_header(current, offset) or _statement_region(current, offset)
             if region is None:
                 break
             lo, hi = region
@@ -178,12 +183,11 @@ def _parse_tree(text: str, path: str, start: str):
 
 
 def _unsupported_region(text: str, offset: int):
-    """(start, end) of a construct reported as not supported yet (`.comp C { ... }`, a
-    record or ADT type), so that its braces do not cause a cascade of errors; else None."""
+    """(start, end) of a construct reported as not supported yet (`.functor` and other
+    directives, a record or ADT type), so that its braces do not cause a cascade of
+    errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".comp", ".init", ".override", ".functor", ".pragma", ".limitsize")):
-        if rest.startswith(".comp"):
-            return offset, _past_groups(text, offset)
+    if rest.startswith((".functor", ".pragma", ".limitsize")):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
@@ -237,23 +241,34 @@ def _error_offset(e: UnexpectedInput, text: str) -> int:
 _SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*.*?(?:\*/|\Z)|\.(?=\s|\Z)|[{}]', re.S)
 
 
+def _open_braces(text: str, offset: int) -> int:
+    """How many `{` before `offset` are not closed (strings and comments skipped)."""
+    depth = 0
+    for m in _SCAN.finditer(text, 0, offset):
+        depth += {"{": 1, "}": -1}.get(m.group(), 0)
+    return depth
+
+
 def _statement_region(text: str, offset: int):
     """(start, end) of the statement around `offset`, or None when blanking cannot help."""
     if offset >= len(text.rstrip()):
         return None  # the error is at the end: nothing after it to recover
     lo = 0
     hi = None
+    depth = 0  # of the braces open before the error
     for m in _SCAN.finditer(text):
         tok = m.group()
         if tok[0] in '"/':
             continue
         if m.start() < offset:
             lo = m.end()  # after the last '.', '{' or '}' before the error
+            depth += {"{": 1, "}": -1}.get(tok, 0)
         elif tok == ".":
             hi = m.end()
             break
         else:  # a brace after the error closes (or opens) the enclosing block: stop before it
-            hi = m.start() if m.start() > offset else m.end()
+            # (a '}' the error is at is kept too when it closes a block: `r(1) }`)
+            hi = m.start() if m.start() > offset or (tok == "}" and depth > 0 and m.start() > lo) else m.end()
             break
     if hi is None:
         hi = len(text)
@@ -267,12 +282,13 @@ def _statement_region(text: str, offset: int):
 _WORDS = {
     "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
     "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
-    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "INT": "a number", "STRING": "a string",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "DOTTED": "a name",
+    "INT": "a number", "STRING": "a string",
     "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
     "$END": "the end of the file",
 }
 _STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PRINTSIZE", "PLAN", "TYPE",
-                    "OLD_TYPE"}
+                    "OLD_TYPE", "COMP", "INIT", "OVERRIDE"}
 _OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
               "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
               "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
@@ -280,7 +296,7 @@ _COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
 _NUMBERS = {"INT", "FLOAT", "HEX_INT", "BIN_INT", "UNSIGNED_INT", "IPV4"}
 _TERM_START = {"NAME", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG", "BNOT", "LNOT"} | _NUMBERS
 # implied by the words we print for their neighbours ("a number" stands for every notation)
-_NOISE = {"AGG_COUNT", "AGG_FN"} | (_NUMBERS - {"INT"})
+_NOISE = {"AGG_COUNT", "AGG_FN", "DOTTED"} | (_NUMBERS - {"INT"})  # DOTTED: "a name" says it
 
 
 def _found(token: Token) -> str:
@@ -364,11 +380,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan")
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan",
+               ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
-_NOT_YET = {".functor": "user-defined functors", ".comp": "components", ".init": "components",
-            ".override": "components", ".pragma": "pragmas",
-            ".limitsize": "size limits"}
+_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -376,6 +391,33 @@ _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u201c": "strings use plain double quotes: \"text\"",
            "\u201d": "strings use plain double quotes: \"text\"",
            "\u2212": "write ':-' with an ASCII minus sign"}
+
+
+# The punctuation of `.comp C<T> : B { ... }` and `.init c = C<T>`, in words.
+_HEADER_WORDS = {"NAME": "a name", "LT": "'<'", "_COMMA": "','", "GT": "'>'", "COLON": "':'", "EQ": "'='",
+                 "_LBRACE": "'{'"}
+_HEADER_FORMS = {".comp": ".comp NAME<T, ...> : BASE<T, ...> { ... } (type parameters and bases optional)",
+                 ".init": ".init INSTANCE = COMPONENT<TYPE, ...> (type arguments only if it declares parameters)"}
+
+
+def _component_header(text: str, offset: int):
+    """(start, end) of the `.comp` or `.init` header the error at `offset` is in (a
+    `.comp` up to its body's `{`, an `.init` on its line), for the whole statement to
+    be skipped after the error; else None."""
+    line_start = text.rfind("\n", 0, len(text[:offset].rstrip())) + 1  # at the end: the last line
+    init = text.rfind(".init", line_start, offset + 1)
+    if init >= 0 and _HEADER.match(text, init + 5, offset) and "//" not in text[line_start:init]:
+        end = text.find("\n", offset)
+        return init, end if end >= 0 else len(text)
+    comp = text.rfind(".comp", 0, offset + 1)
+    if comp >= 0 and _HEADER.match(text, comp + 5, offset) and \
+            "//" not in text[text.rfind("\n", 0, comp) + 1:comp]:
+        return comp, _past_groups(text, comp)
+    return None
+
+
+# What may stand between `.comp`/`.init` and an error in its header: names and punctuation.
+_HEADER = re.compile(r"(?:\s+[\w\s<>,:=]*)?\Z")
 
 
 def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
@@ -400,6 +442,15 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     before = text[:offset].rstrip()
     found, wanted = _found(tok), _expected(expected, before.endswith((":-", ",", ";", "{")))
     after_previous = Span(path, prev_line, prev_col + 1)
+    header = _component_header(text, offset)
+    if header is not None:  # `<`, `>`, `=` and `:` are punctuation here, not operators
+        words = [w for t, w in _HEADER_WORDS.items() if t in expected]
+        wanted = ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else (words or ["more"])[0]
+        where = after_previous if tok.type == "$END" else Span(path, tok.line, tok.column, tok.end_line or 0,
+                                                                tok.end_column or 0)
+        word = text[header[0]:header[0] + 5]
+        return Diagnostic("syntax", f"unexpected {found} in {word}; expected {wanted}", where, tok.value,
+                          "write " + _HEADER_FORMS[word])
     if tok.type == "$END":
         hint = "every rule and fact ends with '.'" if "_DOT" in expected else \
             "the file ends before the statement is complete: check for a missing ')', '}' or '.'"
@@ -441,7 +492,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, path: str) -> Diagnostic:
     elif (tok.type in ("NAME", "STRING") or tok.type in _NUMBERS) and "_COMMA" in expected:
         hint = "separate arguments and literals with ','"
     elif tok.type == "_RBRACE" and "_RBRACE" not in expected:
-        hint = "this '}' has no matching '{'"
+        hint = "end the statement with '.' before the '}'" if _open_braces(text, offset) > 0 \
+            and "_DOT" in expected else "this '}' has no matching '{'"
     elif tok.type == "SLASH" and text[offset:offset + 2] == "/*":
         hint = "close the comment with '*/'"
     return Diagnostic("syntax", f"unexpected {found}; expected {wanted}", span, tok.value, hint)
@@ -582,7 +634,7 @@ class _Builder(Transformer):
         return ListExpr(tuple(self._term(c) for c in ch), self._span(meta))
 
     def qname(self, meta, ch):
-        return "::".join(t.value for t in ch if t.type == "NAME")
+        return "::".join(t.value for t in ch if t.type in ("NAME", "DOTTED"))
 
     def arg(self, meta, ch):
         at = ch[0] if isinstance(ch[0], Token) and ch[0].type == "AT" else None
@@ -825,6 +877,22 @@ class _Builder(Transformer):
         statements = _flatten([c for c in ch[2:] if not isinstance(c, (tuple, Token))])
         return _RawComponent(name, addresses, statements, self._span(meta))
 
+    # -- Soufflé components (expanded by components.py once the whole program is lowered)
+    def comp_type(self, meta, ch):
+        names = [t.value for t in ch if isinstance(t, Token) and t.type == "NAME"]
+        return CompType(names[0], tuple(names[1:]), self._span(meta))
+
+    def comp_decl(self, meta, ch):
+        types = [c for c in ch if isinstance(c, CompType)]
+        body = _flatten([c for c in ch[1:] if not isinstance(c, (CompType, Token))])
+        return CompDecl(types[0], tuple(types[1:]), tuple(body), self._span(meta))
+
+    def comp_init(self, meta, ch):
+        return CompInit(ch[1].value, ch[3], self._span(meta), self._tspan(ch[1]))
+
+    def comp_override(self, meta, ch):
+        return Override(ch[1].value, self._tspan(ch[1]))
+
     def literal_only(self, meta, ch):
         return ch[0]
 
@@ -886,6 +954,7 @@ class _Lowering:
         self.path = path
         self.diagnostics = list(diagnostics)
         self.columns: dict = {}  # relation -> column names, or None if declared without names
+        self.component_columns: dict = {}  # the same, for the relations a `.comp` declares
         self.rule_count = 0
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
@@ -907,6 +976,16 @@ class _Lowering:
         for item in items:
             if isinstance(item, _RawComponent):
                 self._collect_declarations(item.statements)
+            elif isinstance(item, CompDecl):
+                self._collect_declarations(item.body)
+                # `g.edge{x: 1}` outside the component: the columns of its `edge` (None
+                # when components declare an `edge` with other columns)
+                for d in item.body:
+                    if isinstance(d, Declaration) and d.style == "decl":
+                        names = [c.name for c in d.columns]
+                        known = self.component_columns.setdefault(d.relation, names)
+                        if known != names:
+                            self.component_columns[d.relation] = _AMBIGUOUS
             elif isinstance(item, Declaration):
                 self.souffle = self.souffle or item.style == "decl"
                 names = [c.name for c in item.columns] if item.style == "decl" else None
@@ -924,6 +1003,13 @@ class _Lowering:
             out.append(Component(item.name, item.addresses, item.span))
             for s in item.statements:
                 self._statement(s, item.name, out)
+        elif isinstance(item, CompDecl):
+            body: list = []
+            for s in item.body:
+                self._statement(s, component, body)
+            if self.souffle:  # helper relations of its aggregates belong to each instance
+                body = self.declare_helpers(body)
+            out.append(replace(item, body=tuple(body)))
         elif isinstance(item, _Clause):
             if not self._has_unsupported_term(item):
                 self._clause(item, component, out)
@@ -1224,8 +1310,13 @@ class _Lowering:
 
     def _columns_of(self, atom: NamedAtom):
         rel = atom.relation
-        if rel in self.columns:
-            names = self.columns[rel]
+        instance_of = rel.rsplit(".", 1)[-1] if "." in rel else None  # g.edge: edge of a component
+        if rel in self.columns or instance_of in self.component_columns:
+            names = self.columns[rel] if rel in self.columns else self.component_columns[instance_of]
+            if names is _AMBIGUOUS:
+                self.error("unknown-field", f"the fields of {rel} cannot be named: components declare "
+                           f"{instance_of} with different columns", atom.span, rel, "use positional arguments")
+                return None
             if names is None:
                 self.error("unknown-field", f"{rel} is declared without column names, so its fields "
                            "cannot be named", atom.span, rel,
@@ -1243,6 +1334,7 @@ class _Lowering:
 
 
 _LOWERED_QUALIFIERS = ("eqrel", "input", "output")
+_AMBIGUOUS = ["<ambiguous>"]  # the columns of a component relation declared differently by two components
 
 
 def _equivalence_rules(d: Declaration) -> list:

@@ -303,6 +303,44 @@ class Component:
 Statement = Union[Rule, Fact, Declaration, TypeDecl, Materialize, IODirective, Plan, Query, Component]
 
 
+# ---------------------------------------------------------------- Soufflé components
+# Templates the parser expands (`components.py`): no Program after parsing holds them.
+
+@dataclass(frozen=True)
+class CompType:
+    """`Graph<number, T>`: a component's name and its type arguments (formal parameters
+    in a `.comp` header, actual ones after `.init` and `:`)."""
+    name: str
+    args: tuple = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class CompDecl:
+    """`.comp Graph<T> : Base<T> { ... }`: `body` holds the statements as lowered,
+    nested `CompDecl`, `CompInit` and `Override` among them."""
+    type: CompType
+    bases: tuple  # CompType, ...
+    body: tuple
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class CompInit:
+    """`.init g = Graph<number>`: the instance `g` of a component."""
+    instance: str
+    type: CompType
+    span: Span = _span()
+    name_span: Span = _span()  # of the instance name, where a clash is reported
+
+
+@dataclass(frozen=True)
+class Override:
+    """`.override R` in a component: the rules and facts its bases give R are dropped."""
+    relation: str
+    span: Span = _span()
+
+
 @dataclass(frozen=True)
 class Physical:
     """The physical decisions of a program's `.plan` statements, as the planner reads
