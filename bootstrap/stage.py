@@ -100,9 +100,6 @@ def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
 def find_stages(stage_paths=()) -> dict:
     """name -> StageFile: the built-in stages, then each --stage-path directory in order
     (a later file of the same name replaces an earlier one)."""
-    from .checks import check_program
-    from .parser import parse_file
-
     found: dict = {}
     dirs = [(package_root() / "stages", "built-in")] + [(Path(d), str(d)) for d in stage_paths]
     for folder, origin in dirs:
@@ -111,16 +108,35 @@ def find_stages(stage_paths=()) -> dict:
                                          S.Span(str(folder), 0, 0), str(folder),
                                          "pass a directory holding .dl stage files to --stage-path")])
         for path in sorted(folder.glob("*.dl")):
-            program = check_program(parse_file(path))
-            facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
-            lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
-            trigger = slice_for(program, APPLIES)
-            # The trigger is asked before the stage runs; the stage itself need not derive it.
-            rest = tuple(s for s in program.statements if s not in facts and s not in lost
-                         and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
-            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
-                                         " ".join(str(a.value) for f in lost for a in f.atom.args))
+            found[path.stem] = stage_file(path, origin)
     return found
+
+
+_parsed: dict = {}
+
+
+def stage_file(path: Path, origin: str) -> "StageFile":
+    """One stage file parsed and checked, kept for the life of the process while the file
+    stays as it was (same size and modification time): a process that compiles many
+    programs (`evita test-suite`, the tests) parses each stage once, not once a compile.
+    The parsed program is immutable, so sharing it is safe."""
+    from .checks import check_program
+    from .parser import parse_file
+
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, origin)
+    if key in _parsed:
+        return _parsed[key]
+    program = check_program(parse_file(path))
+    facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
+    lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
+    trigger = slice_for(program, APPLIES)
+    # The trigger is asked before the stage runs; the stage itself need not derive it.
+    rest = tuple(s for s in program.statements if s not in facts and s not in lost
+                 and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
+    _parsed[key] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
+                             " ".join(str(a.value) for f in lost for a in f.atom.args))
+    return _parsed[key]
 
 
 # ---------------------------------------------------------------- one stage run
