@@ -396,12 +396,19 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     if key is not None and key in _answered:  # the same program over the same rows: the same answer
         _answered.move_to_end(key)
         return Evaluation({n: set(ts) for n, ts in _answered[key].items()}, 0, time.perf_counter() - started, [])
-    try:
-        # Planned as written: these programs are small, and their ECA form would cost a
-        # Spark job the first time (`compiled_stages.py`).
-        flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
-    except EvitaError as e:
-        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+    planned = _planned.get((id(program), program_id))
+    if planned is not None and planned[0] is program:
+        flow = planned[1]
+    else:
+        try:
+            # Planned as written: these programs are small, and their ECA form would cost a
+            # Spark job the first time (`compiled_stages.py`).
+            flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
+        except EvitaError as e:
+            raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+        _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
+        while len(_planned) > ANSWERS_KEPT:
+            _planned.pop(next(iter(_planned)))
     inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
     try:
         tables = columnar.run_dataflow(flow, inputs, max_iterations=max_iterations)
@@ -428,6 +435,7 @@ def _values(column) -> list:
 # lattice's: its question depends only on which stages ran, and every compile asks it.
 ANSWERS_KEPT = 256
 _answered: "OrderedDict" = OrderedDict()
+_planned: dict = {}  # (id(program), program id) -> (program, its dataflow): a stage's trigger is planned once
 
 
 _DTYPES = {schema.STRING: "object", schema.INT: "int64", schema.BOOL: "bool", schema.DOUBLE: "float64"}

@@ -272,6 +272,8 @@ def cmd_test_suite(args) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     report(console, outcomes, time.perf_counter() - started)
+    if args.each:
+        console.print(phase_table(outcomes))
     if args.markdown:
         console.print(markdown_table(outcomes), markup=False)
     return 1 if failed(outcomes) else 0
@@ -298,6 +300,26 @@ def report(console, outcomes: list, seconds: float) -> None:
     console.print(f"{n_pass} passed, {len(xfails)} known failures, "
                   f"{sum(o.status == FAIL for o in outcomes)} failed, {sum(o.status == XPASS for o in outcomes)} "
                   f"passed unexpectedly" + ("" if not bad else ": the suite fails"), markup=False)
+
+
+def phase_table(outcomes: list):
+    """Where the time of the cases went: `evita run`'s phases summed over the cases, and
+    the slowest cases."""
+    from rich.table import Table
+
+    total: dict = {}
+    for o in outcomes:
+        for name, seconds in o.phases.items():
+            total[name] = total.get(name, 0.0) + seconds
+    t = Table(title="time by phase, all cases")
+    t.add_column("phase")
+    t.add_column("seconds", justify="right")
+    t.add_column("per case", justify="right")
+    for name, seconds in sorted(total.items(), key=lambda kv: -kv[1]):
+        t.add_row(name, f"{seconds:.1f}", f"{seconds / max(len(outcomes), 1):.2f}")
+    slowest = sorted(outcomes, key=lambda o: -o.seconds)[:5]
+    t.caption = "slowest: " + ", ".join(f"{o.case.id} {o.seconds:.1f} s" for o in slowest)
+    return t
 
 
 def _red(n: int) -> str:
