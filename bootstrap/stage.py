@@ -416,8 +416,9 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         raise columnar.Unsupported("no fixpoint within the limit: Spark reports it") from None
     except (ValueError, TypeError) as e:  # Spark's SQL semantics decide
         raise columnar.Unsupported(str(e)) from None
+    kept = set(_wanted(flow, wanted))
     derived = _complete({n: set(zip(*(_values(t[c]) for c in t.columns))) if len(t.columns) else set()
-                         for n, t in tables.items() if n in _wanted(flow, wanted)}, wanted)
+                         for n, t in tables.items() if n in kept}, wanted)
     if key is not None:
         _answered[key] = {n: frozenset(ts) for n, ts in derived.items()}
     while len(_answered) > ANSWERS_KEPT:
