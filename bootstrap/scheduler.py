@@ -69,11 +69,10 @@ class Lattice:
     """stage_lattice.dl plus the lattice facts stage files carry."""
 
     def __init__(self, stages: dict):
-        from .checks import check_program
-        from .parser import parse_file
+        from .stage import checked_file
 
         self.path = package_root() / "stage_lattice.dl"
-        self.base = check_program(parse_file(self.path))
+        self.base = checked_file(self.path)
         self.stages = stages
         extra = tuple(f for s in sorted(stages.values(), key=lambda s: s.name) for f in s.lattice_facts)
         self.program = replace(self.base, statements=self.base.statements + extra)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -104,9 +105,6 @@ def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
 def find_stages(stage_paths=()) -> dict:
     """name -> StageFile: the built-in stages, then each --stage-path directory in order
     (a later file of the same name replaces an earlier one)."""
-    from .checks import check_program
-    from .parser import parse_file
-
     found: dict = {}
     dirs = [(package_root() / "stages", "built-in")] + [(Path(d), str(d)) for d in stage_paths]
     for folder, origin in dirs:
@@ -115,18 +113,51 @@ def find_stages(stage_paths=()) -> dict:
                                          S.Span(str(folder), 0, 0), str(folder),
                                          "pass a directory holding .dl stage files to --stage-path")])
         for path in sorted(folder.glob("*.dl")):
-            program = check_program(parse_file(path))
-            facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
-            lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
-            ensures = tuple(f for f in program.facts if f.atom.relation == ENSURES)
-            trigger = slice_for(program, APPLIES)
-            # The trigger is asked before the stage runs; the stage itself need not derive it.
-            rest = tuple(s for s in program.statements if s not in facts and s not in lost and s not in ensures
-                         and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
-            found[path.stem] = StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
-                                         " ".join(str(a.value) for f in lost for a in f.atom.args),
-                                         tuple(invariant(f) for f in ensures))
+            found[path.stem] = stage_file(path, origin)
     return found
+
+
+_parsed: dict = {}
+
+
+def checked_file(path: Path) -> S.Program:
+    """`check_program(parse_file(path))`, kept for the life of the process while the file
+    stays as it was (same size and modification time): a process that compiles many
+    programs (`evita test-suite`, the tests) parses each stage and the lattice once, not
+    once a compile. The parsed program is immutable, so sharing it is safe."""
+    from .checks import check_program
+    from .parser import parse_file
+
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _parsed:
+        _parsed[key] = check_program(parse_file(path))
+    return _parsed[key]
+
+
+def stage_file(path: Path, origin: str) -> "StageFile":
+    """One stage file, its trigger and lattice facts apart (parsed once: `checked_file`)."""
+    program = checked_file(path)
+    key = (id(program), str(path), origin)
+    if key not in _stage_files or _stage_files[key][0] is not program:
+        _stage_files[key] = (program, _split_stage(program, Path(path), origin))
+    return _stage_files[key][1]
+
+
+_stage_files: dict = {}
+
+
+def _split_stage(program: S.Program, path: Path, origin: str) -> "StageFile":
+    facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
+    lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
+    ensures = tuple(f for f in program.facts if f.atom.relation == ENSURES)
+    trigger = slice_for(program, APPLIES)
+    # The trigger is asked before the stage runs; the stage itself need not derive it.
+    rest = tuple(s for s in program.statements if s not in facts and s not in lost and s not in ensures
+                 and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
+    return StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
+                     " ".join(str(a.value) for f in lost for a in f.atom.args),
+                     tuple(invariant(f) for f in ensures))
 
 
 def invariant(fact: S.Fact) -> str:
@@ -310,6 +341,10 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
     and read back the `wanted` relations (names, or prefixes ending in '::') in one action.
     `evaluator`: see `run_stage`."""
     started = time.perf_counter()
+    here = in_process_first(program, rows, wanted, origin, program_id=program_id, max_iterations=max_iterations,
+                            evaluator=evaluator)
+    if here is not None:
+        return here
     one_row = run_one_row(spark, [(program, rows, wanted, origin)], program_id, max_iterations, evaluator)
     if one_row is not None:
         [(derived, stats)], _ = one_row
@@ -323,6 +358,36 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
         derived = scope.collect([(n, result.table(n)) for n in names], one_partition=True)
         result.release()
     return Evaluation(_complete(derived, wanted), result.actions + 1, time.perf_counter() - started, result.stats)
+
+
+# A catalog program over at most this many catalog rows is first tried in this process
+# (`in_process_first`): a program of a few rules has catalogs of tens to hundreds of
+# rows, where a Spark job costs seconds and pandas milliseconds.
+IN_PROCESS_ROWS = 5_000
+
+
+def in_process_first(program: S.Program, rows: CatalogRows, wanted, origin: str, *, program_id: str,
+                     max_iterations: int = 1000, evaluator: str = "auto") -> Optional["Evaluation"]:
+    """The program evaluated in this process (`evaluate_in_process`) when `evaluator` is
+    "in-process", or "auto" and the catalog it reads is small (IN_PROCESS_ROWS): no
+    Spark job. None when it is not tried, or when the columnar backend cannot run it
+    (`columnar.Unsupported`: a function it lacks, a text only Spark writes, ...) and
+    the evaluator is "auto": the caller runs it on Spark. With "in-process", that is a
+    StageFailure."""
+    from evita.runtime.columnar import Unsupported
+
+    if evaluator not in ("auto", "in-process"):
+        return None
+    if evaluator == "auto" and sum(len(rows.get(t, [])) for t in tables_read(program)) > IN_PROCESS_ROWS:
+        return None
+    try:
+        return evaluate_in_process(program, rows, program_id, wanted, origin=origin, max_iterations=max_iterations)
+    except Unsupported as e:
+        NOT_IN_PROCESS.append((origin, str(e)))
+        if evaluator == "in-process":
+            raise StageFailure(origin, f"the columnar backend cannot run it: {e}") from None
+        _log.debug("%s runs on Spark: %s", origin, e)
+        return None
 
 
 def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, wanted, *,
@@ -339,12 +404,28 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     from .planner import plan
 
     started = time.perf_counter()
+    read = sorted(tables_read(program))
+    key = (program, program_id, tuple(wanted), max_iterations, tuple(tuple(rows.get(t, [])) for t in read))
     try:
-        # Planned as written: these programs are small, and their ECA form would cost a
-        # Spark job the first time (`compiled_stages.py`).
-        flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
-    except EvitaError as e:
-        raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+        hash(key)
+    except TypeError:  # a row holding a list
+        key = None
+    if key is not None and key in _answered:  # the same program over the same rows: the same answer
+        _answered.move_to_end(key)
+        return Evaluation({n: set(ts) for n, ts in _answered[key].items()}, 0, time.perf_counter() - started, [])
+    planned = _planned.get((id(program), program_id))
+    if planned is not None and planned[0] is program:
+        flow = planned[1]
+    else:
+        try:
+            # Planned as written: these programs are small, and their ECA form would cost a
+            # Spark job the first time (`compiled_stages.py`).
+            flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
+        except EvitaError as e:
+            raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
+        _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
+        while len(_planned) > ANSWERS_KEPT:
+            _planned.pop(next(iter(_planned)))
     inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
     try:
         tables = columnar.run_dataflow(flow, inputs, max_iterations=max_iterations)
@@ -352,9 +433,27 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         raise columnar.Unsupported("no fixpoint within the limit: Spark reports it") from None
     except (ValueError, TypeError) as e:  # Spark's SQL semantics decide
         raise columnar.Unsupported(str(e)) from None
-    derived = {n: set(zip(*(t[c].tolist() for c in t.columns))) if len(t.columns) else set()
-               for n, t in tables.items() if n in _wanted(flow, wanted)}
-    return Evaluation(_complete(derived, wanted), 0, time.perf_counter() - started, [])
+    kept = set(_wanted(flow, wanted))
+    derived = _complete({n: set(zip(*(_values(t[c]) for c in t.columns))) if len(t.columns) else set()
+                         for n, t in tables.items() if n in kept}, wanted)
+    if key is not None:
+        _answered[key] = {n: frozenset(ts) for n, ts in derived.items()}
+    while len(_answered) > ANSWERS_KEPT:
+        _answered.popitem(last=False)
+    return Evaluation(derived, 0, time.perf_counter() - started, [])
+
+
+def _values(column) -> list:
+    """A column's values as Python values; pandas' missing value (NaN in a column it
+    made float for a null) is SQL's null, None, as Spark hands it back."""
+    return [None if isinstance(v, float) and v != v else v for v in column.tolist()]
+
+
+# Answers of `evaluate_in_process`, the least recently asked dropped first. Most are the
+# lattice's: its question depends only on which stages ran, and every compile asks it.
+ANSWERS_KEPT = 256
+_answered: "OrderedDict" = OrderedDict()
+_planned: dict = {}  # (id(program), program id) -> (program, its dataflow): a stage's trigger is planned once
 
 
 _DTYPES = {schema.STRING: "object", schema.INT: "int64", schema.BOOL: "bool", schema.DOUBLE: "float64"}
@@ -405,6 +504,7 @@ def _plan(spark, program: S.Program, program_id: str, origin: str):
 
 
 FALLBACKS: list = []  # (origin, why) for each catalog program the one-row evaluator left to the engine
+NOT_IN_PROCESS: list = []  # (origin, why) for each catalog program `in_process_first` left to Spark
 
 
 def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluator: str = "auto"):
@@ -498,8 +598,17 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
     jobs = [(stage.program, rows, [INSERT, REMOVE, UPDATE, PRIMITIVE], stage.name)]
     if lattice is not None:
         jobs.append((lattice, CatalogRows(), ["next"], "stage_lattice"))
-    one_row = run_one_row(spark, jobs, program_id, max_iterations, evaluator)
-    if one_row is not None:
+    here = [in_process_first(*job, program_id=program_id, max_iterations=max_iterations, evaluator=evaluator)
+            for job in jobs[:1]]
+    if here[0] is not None and lattice is not None:
+        here.append(in_process_first(*jobs[1], program_id=program_id, max_iterations=max_iterations,
+                                     evaluator=evaluator))
+    one_row = None if here[-1] is not None else run_one_row(spark, jobs, program_id, max_iterations, evaluator)
+    if here[-1] is not None:
+        got, stats, split, actions = dict(here[0].tuples), [], (0.0, 0.0), 0
+        if lattice is not None:
+            got["next"] = here[1].tuples.get("next", set())
+    elif one_row is not None:
         answers, split = one_row
         got, stats = dict(answers[0][0]), answers[0][1]
         if lattice is not None:

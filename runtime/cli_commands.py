@@ -5,6 +5,7 @@
     evita run PROGRAM [--input REL=PATH ...] [-F DIR] [-D DIR] [--output DIR]
                       [--format csv|parquet] [--master M] [--stats] [--max-iterations N]
     evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
+    evita test-suite DIR [--construct NAME] [-v]   (runtime/conformance.py)
 
 The program is parsed and checked before Spark starts, so a bad program fails fast.
 What `run` shows: the `.output` relations if the program has any, else the answers to
@@ -60,6 +61,10 @@ def add_arguments(subparsers, common=None) -> None:
         c.add_argument("--warehouse", help="catalog warehouse directory")
     c.set_defaults(func=cmd_analyze)
 
+    from .conformance import add_arguments as add_test_suite
+
+    add_test_suite(subparsers, parents[:-1])
+
 
 def compiled(args, program=None, phases=None, measured=()):
     """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
@@ -83,30 +88,69 @@ def cmd_run(args) -> int:
     from rich.console import Console
 
     from ..bootstrap.activity import doing
+    from .inputs import printsize_relations
+    from .io import write_outputs
+    from .traffic import traffic_text
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    done = run_file(args, previews=True)
+    if done is None:  # the program computes nothing: already reported
+        return 1
+    program, dataflow, result, inputs, phases = done
+    for rel, n in sorted(inputs.skipped.items()):
+        console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
+    shown = shown_relations(dataflow)
+    frames = {name: result.relations[name] for name in shown}
+    for i, q in enumerate(dataflow.queries):
+        frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
+    if args.output:
+        with phases.phase("write outputs"):
+            for path in write_outputs(result, shown, args.output, args.format):
+                console.print(f"wrote {path}")
+    # relations are lazy: the rest of the work is here
+    with doing("the computation of the results shown"), phases.phase("previews"):
+        print_tables(console, frames)
+        print_sizes(result, printsize_relations(program))
+    if args.stats:
+        console.print(result.stats_text())
+        traffic = traffic_text(result.traffic())
+        if traffic:
+            console.print("tuples per location (shipped by localized rules; set semantics):\n" + traffic)
+        for rel, n in sorted(inputs.skipped.items()):
+            console.print(f"input {rel}: {n} rows skipped (--lenient)")
+        console.print(phases.text())
+    return 0
+
+
+def run_file(args, spark=None, previews: bool = False):
+    """What `evita run` does up to its outputs: parse and check, read and measure the
+    inputs, compile through the stages, plan, run, write the `-D` files (Soufflé's
+    `.output` directives). `spark`: a session already running (the batch runner's),
+    else the one `--master` asks for. `previews`: the shown relations will be read
+    again (persist those Spark computes). Returns (program, dataflow, result, inputs,
+    phases), or None when the program computes nothing (reported as a warning)."""
+    from ..bootstrap.activity import doing
     from ..bootstrap.cli import parse_and_check, report_warning
     from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
     from .engine import DEFAULT_MAX_ITERATIONS, run
-    from .inputs import not_given, resolve_inputs
-    from .inputs import output_files, printsize_relations
-    from .io import Inputs, gather_inputs, write_outputs, write_text_outputs
+    from .inputs import not_given, output_files, resolve_inputs
+    from .io import Inputs, gather_inputs, write_text_outputs
     from .phases import Phases
-    from .traffic import traffic_text
     from .session import spark_session
     from .statistics import measure
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     phases = Phases()
     with phases.phase("parse and check"):
         program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
-        return 1
+        return None
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
     for warning in not_given(program, files):
         report_warning(warning)
     with phases.phase("start Spark (JVM)"):
-        phases.spark = spark_session(master=getattr(args, "master", None))
+        phases.spark = spark if spark is not None else spark_session(master=getattr(args, "master", None))
     spark = phases.spark
     # The inputs are read and measured before the stages run: the cost-based stages
     # order joins by their statistics. Their schemas are the program's declarations.
@@ -124,39 +168,18 @@ def cmd_run(args) -> int:
     skipped = inputs.skipped
     inputs = Inputs({rel: df for rel, df in inputs.items() if rel in dataflow.relations})  # the stages may drop some
     inputs.skipped = skipped
-    for rel, n in sorted(inputs.skipped.items()):
-        console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     with phases.phase("fixpoint"):
         result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
                      local=not args.no_local)
-    shown = shown_relations(dataflow)
-    if args.souffle_out or args.output:  # written, then previewed: compute each relation once
-        for name in set(shown) | (set(dataflow.outputs) if args.souffle_out else set()):
+    if previews and (args.souffle_out or args.output):  # written, then previewed: compute each relation once
+        for name in set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set()):
             if name not in result.engine.tables:  # the driver's tables cost nothing to read again
                 result.relations[name].persist()
-    frames = {name: result.relations[name] for name in shown}
-    for i, q in enumerate(dataflow.queries):
-        frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
-    with phases.phase("write outputs"):
-        if args.souffle_out:  # each .output directive: its filename, delimiter and headers
+    if args.souffle_out:  # each .output directive: its filename, delimiter and headers
+        with phases.phase("write outputs"):
             columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
             write_text_outputs(result, output_files(program, args.souffle_out, dataflow.outputs), columns)
-        if args.output:
-            for path in write_outputs(result, shown, args.output, args.format):
-                console.print(f"wrote {path}")
-    # relations are lazy: the rest of the work is here
-    with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames)
-        print_sizes(result, printsize_relations(program))
-    if args.stats:
-        console.print(result.stats_text())
-        traffic = traffic_text(result.traffic())
-        if traffic:
-            console.print("tuples per location (shipped by localized rules; set semantics):\n" + traffic)
-        for rel, n in sorted(inputs.skipped.items()):
-            console.print(f"input {rel}: {n} rows skipped (--lenient)")
-        console.print(phases.text())
-    return 0
+    return program, dataflow, result, inputs, phases
 
 
 def cmd_analyze(args) -> int:

@@ -2,7 +2,7 @@
 
 Where Spark's cost per job would dominate, a stratum runs here instead of in the SQL
 loop: every iteration is a few vectorized pandas operations (hash joins, anti-joins,
-group-bys), milliseconds rather than a Spark job. Two callers:
+group-bys), milliseconds rather than a Spark job. Its callers:
 - `runtime/local.py`: a decomposable stratum, one fixpoint per partition inside the
   partition's Spark task;
 - `Engine.run_small` (`runtime/engine.py`): a stratum whose inputs are small, on the
@@ -17,11 +17,17 @@ tuple-at-a-time evaluator.
 
 What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
-`abs`/`min`/`max` and lists (list literals, cons, append, concat, contains, size; lists
-are tuples); count, sum, min, max and mean. Anything else (strings built by functions,
-set/list aggregates, nulls) raises `Unsupported` and the stratum runs in the SQL loop,
-which has Spark's SQL semantics for all of it. So does a division or modulo by zero: the SQL
-loop reports it as Spark does.
+`abs`/`min`/`max`, lists (list literals, cons, append, concat, contains, size; lists
+are tuples) and the text and number functions the stages use (`cat`, `strlen`,
+`to_string`, `if`, `reprefix`, `to_float`, `floor`, `log`, `exp`) with Spark's null and
+cast rules; count, sum, min, max and mean. Anything else (other string functions,
+set/list aggregates, a double's text, arithmetic on nulls) raises `Unsupported` and the
+stratum runs in the SQL loop, which has Spark's SQL semantics for all of it. So does a
+division or modulo by zero: the SQL loop reports it as Spark does. A comparison with a
+null in a condition is not true, as in SQL.
+
+A third caller: `bootstrap/stage.in_process_first`, the stages themselves over a small
+catalog (a compile of a small program then starts no Spark job).
 
 >>> import pandas as pd
 >>> from evita.bootstrap.parser import parse_program
@@ -52,7 +58,8 @@ SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "floor", "log", "exp")
+_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean"}
 
@@ -104,7 +111,7 @@ def unsupported(rules, storages) -> Optional[str]:
             if isinstance(a, S.Aggregate):
                 if a.func not in _AGGREGATES or (a.arg is not None and not _term_ok(a.arg)):
                     return f"rule {r.rule} aggregates with {a.func}"
-            elif not _term_ok(a):
+            elif not _term_ok(a) and not (isinstance(a, S.Const) and a.type == S.NULL):  # a null: None
                 return f"rule {r.rule} derives {term_text(a)}"
     for s in storages:
         if any(a.func not in _AGGREGATES for a in s.aggregates):
@@ -267,6 +274,8 @@ def _vector(t, b, condition: bool = False):
         return _per_row(_LIST_FUNCTIONS[B.canonical(t.func)], [_vector(a, b) for a in t.args], len(b))
     if isinstance(t, S.Call) and B.canonical(t.func) in _BITWISE:
         return _bitwise(B.canonical(t.func), [_whole(_vector(a, b)) for a in t.args])
+    if isinstance(t, S.Call) and B.canonical(t.func) in _TEXT_CALLS:
+        return _text_call(B.canonical(t.func), [_vector(a, b) for a in t.args], len(b))
     if isinstance(t, S.Call):
         args = [_vector(a, b) for a in t.args]
         if B.canonical(t.func) == "abs":
@@ -285,24 +294,29 @@ def _vector(t, b, condition: bool = False):
         return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
     if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
         raise Unsupported(f"{op} on text")
-    apply = {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
-             "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-             ">": np.greater, ">=": np.greater_equal}[op]
-    if op in _COMPARISONS and (_has_null(left) or _has_null(right)):
+    function = {"+": np.add, "-": np.subtract, "*": np.multiply, "&&": np.logical_and, "||": np.logical_or,
+                "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+                ">": np.greater, ">=": np.greater_equal}[op]
+    if op in ("<", "<=", ">", ">=") and (_has_null(left) or _has_null(right)):
         if not condition:
             raise Unsupported(f"{op} on a null outside a condition")
         import pandas as pd
 
         n = len(b)
-        left, right = _full(left, n), _full(right, n)
-        known = np.asarray(pd.notna(left)) & np.asarray(pd.notna(right))
-        out = np.zeros(n, dtype=bool)  # a comparison with a null is not true
-        out[known] = apply(left[known], right[known])
+        lv, rv = _full(left, n), _full(right, n)
+        known = np.asarray(pd.notna(lv), dtype=bool) & np.asarray(pd.notna(rv), dtype=bool)
+        out = np.zeros(n, dtype=bool)  # SQL: a comparison with a null is not true
+        if known.any():
+            out[known] = function(lv[known], rv[known])
         return out
-    return apply(left, right)
+    out = function(left, right)
+    if op in ("==", "!=") and (_has_null(left) or _has_null(right)):
+        if not condition:
+            raise Unsupported(f"{op} on a null outside a condition")
+        import pandas as pd
 
-
-_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+        out = np.asarray(out, dtype=bool) & np.asarray(pd.notna(left)) & np.asarray(pd.notna(right))
+    return out
 
 
 def _has_null(v) -> bool:
@@ -347,6 +361,139 @@ def _bitwise(name: str, args: list):
             "land": lambda x, y: ((x != 0) & (y != 0)).astype(np.int64),
             "lor": lambda x, y: ((x != 0) | (y != 0)).astype(np.int64),
             "lxor": lambda x, y: ((x != 0) != (y != 0)).astype(np.int64)}[name](a, c)
+
+
+# ---------------------------------------------------------------- text, as Spark SQL computes it
+
+def _spark_text(v):
+    """CAST(v AS STRING) for one value: null stays null, booleans are true/false, whole
+    numbers their digits. A fractional double's text is Java's (`Double.toString`), which
+    Python's repr does not always match: Unsupported, the SQL loop writes it."""
+    import numpy as np
+
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if f != f:
+            return None  # pandas' missing value in a float column
+        if f.is_integer() and abs(f) < 1e7:
+            return f"{f:.1f}"
+        raise Unsupported(f"the text of the double {f!r} is Java's")
+    raise Unsupported(f"the text of {type(v).__name__} values")
+
+
+def _to_float(v):
+    """TRY_CAST(v AS DOUBLE): numbers convert; text only in the plain decimal notation
+    both agree on, else Unsupported (Spark's parser decides)."""
+    import re
+
+    import numpy as np
+
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        raise Unsupported("to_float of a boolean")
+    if isinstance(v, (int, np.integer, float, np.floating)):
+        return float(v)
+    if isinstance(v, str) and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", v):
+        return float(v)
+    raise Unsupported(f"to_float of {v!r}: Spark's parser decides")
+
+
+def _floor(v):
+    import math
+
+    import numpy as np
+
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and math.isfinite(v):
+        return int(math.floor(v))  # Spark's floor of a double is a bigint
+    raise Unsupported(f"floor of {v!r}")
+
+
+def _ln(v):
+    """Spark's ln: null for a null or a number at most 0."""
+    import math
+
+    if v is None or v <= 0:
+        return None
+    return math.log(v)
+
+
+def _exp(v):
+    import math
+
+    if v is None:
+        return None
+    try:
+        return math.exp(v)
+    except OverflowError:
+        raise Unsupported(f"exp({v!r}) overflows") from None
+
+
+def _cat(*parts):
+    texts = [_spark_text(p) for p in parts]
+    return None if any(t is None for t in texts) else "".join(texts)
+
+
+def _reprefix(s, old, new):
+    """IF(startswith(s, old), concat(new, substring(s, length(old) + 1)), s): a null
+    condition takes the else branch."""
+    if s is None or old is None or not str(s).startswith(str(old)):
+        return s
+    return None if new is None else str(new) + str(s)[len(old):]
+
+
+_TEXT_FUNCTIONS = {
+    "cat": _cat,
+    "strlen": lambda s: None if s is None else len(_spark_text(s)),
+    "to_string": _spark_text,
+    "reprefix": _reprefix,
+    "to_float": _to_float,
+    "floor": _floor,
+    "log": _ln,
+    "exp": _exp,
+}
+
+
+def _text_call(name: str, args: list, n: int):
+    """A text function per tuple (no vector kernel has Spark's null and cast rules);
+    `if` is vectorized: a null condition is false, as SQL's IF."""
+    import numpy as np
+    import pandas as pd
+
+    if name == "if":
+        test = _full(args[0], n)
+        truth = np.asarray(pd.notna(test), dtype=bool) & np.asarray(np.where(pd.notna(test), test, False), dtype=bool)
+        return _nullable(list(np.where(truth, _full(args[1], n), _full(args[2], n))))
+    columns = [a.tolist() if isinstance(a, np.ndarray) else [a] * n for a in args]
+    values = [_TEXT_FUNCTIONS[name](*row) for row in zip(*columns)] if columns else []
+    return _nullable(values)
+
+
+def _nullable(values: list):
+    """A column of Python values: int64, float64 or bool when no value is null and all
+    are of the one kind, else object (nulls stay None)."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    kinds = {type(v) for v in values}
+    if values and kinds <= {int, np.int64} and None not in values:
+        return out.astype(np.int64)
+    if values and kinds <= {float, np.float64}:
+        return out.astype(np.float64)
+    if values and kinds <= {bool, np.bool_}:
+        return out.astype(bool)
+    return out
 
 
 # Lists are tuples in object columns. No library has these as vector kernels, so they

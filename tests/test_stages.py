@@ -170,3 +170,21 @@ def test_a_fact_chooses_between_alternative_stages(spark, tmp_path):
     chosen = compile_program(spark, rows, "tc", stage_paths=[tmp_path], skip=skip, choose={"toy_order": "order_b"})
     assert "order_b" in chosen.stages_run and "order_a" not in chosen.stages_run
     assert chosen.stages_run == lattice_order([tmp_path], skip=skip, choose={"toy_order": "order_b"})
+
+
+@pytest.mark.parametrize("name", ["shortest_path.olg"])  # its compile runs the most stages
+def test_small_catalogs_compile_in_process_to_the_same_catalog_as_on_spark(spark, name, monkeypatch):
+    """A stage over a small catalog runs in this process (`stage.in_process_first`,
+    the columnar backend), with no Spark action; on Spark (the size limit set below any
+    catalog) the compile ends in the same catalog."""
+    program = parse_file(EXAMPLES / name)
+    rows = encode(program)
+    here = compile_program(spark, rows, program.name)
+    ran = [v for v in here.versions[1:] if not v.skipped]
+    assert ran and all(v.actions == 0 for v in ran)
+    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)
+    monkeypatch.setattr(st, "_answered", type(st._answered)())
+    on_spark = compile_program(spark, rows, program.name)
+    assert [v.stage for v in on_spark.versions] == [v.stage for v in here.versions]
+    assert any(v.actions for v in on_spark.versions[1:])
+    assert here.final.compared() == on_spark.final.compared()
