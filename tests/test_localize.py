@@ -129,3 +129,18 @@ w1 sys::argument{predicate: A, pos: 0, var: "Z"} :- sys::rule{id: R, name: "r2_l
         compile_program(spark, encode(program), program.name, stage_paths=[str(tmp_path)])
     assert failed.value.stage == "wander"
     assert "rule reads two locations" in failed.value.detail and "r2_loc2" in failed.value.detail
+
+
+def test_explain_shows_each_split_with_the_columns_shipped(spark, capsys, tmp_path):
+    from evita.bootstrap.cli import main
+
+    chain = tmp_path / "chain.olg"
+    chain.write_text("a(1, 2). b(2, 3). c(3, 5).\nq1 q(@A, D) :- a(@A, B), b(@B, C), c(@C, D).\n")
+    dot = tmp_path / "chain.dot"
+    assert main(["explain", str(chain), "--stage", "localize", "--dot", str(dot)]) == 0
+    out = capsys.readouterr().out
+    assert "q1: reads 3 locations, split into a chain" in out
+    assert "ships loc_q1_2(@B, A, B) -> q1_loc2 at @B" in out
+    assert "ships loc_q1_3(@C, A, B, C) -> q1_loc3 at @C" in out
+    assert "ships to @A -> q at @A" in out
+    assert '[label="ships loc_q1_3(@C, A, B, C)"]' in dot.read_text()
