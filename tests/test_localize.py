@@ -42,6 +42,16 @@ def test_an_unroutable_rule_fails_at_its_atom_and_keeps_the_catalog(spark):
     assert e.versions[-1].stage == lattice_order()[lattice_order().index("localize") - 1]  # the last good one
 
 
+def test_a_located_notin_bound_only_in_a_later_link_fails(spark):
+    # notin g(@Y, W) locates at Y, between e(@X, ...) and f(@X, W): W is not known there.
+    text = "e(1, 2). f(1, 3). g(2, 3).\nr1 q(@X, W) :- e(@X, Y), notin g(@Y, W), f(@X, W).\n"
+    program = check_program(parse_program(text, "late.olg", "late"))
+    with pytest.raises(StageFailure) as failed:
+        compile_program(spark, encode(program), program.name, only=["localize"])
+    assert failed.value.stage == "localize" and "late.olg:2:26" in failed.value.detail
+    assert "rule r1: W of a located notin is bound only in a later link of the chain" in failed.value.detail
+
+
 def test_localize_runs_before_magic_sets_and_the_answers_stay(spark):
     # Fig 4.1: the path program with a bound query. Localized first, magic sets then
     # restrict the chain's links; answers as without either stage.
