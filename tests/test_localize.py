@@ -1,5 +1,7 @@
-"""The localize stage (stages/localize.dl) beyond its case file: the rule it must refuse,
-and its place in the lattice before magic sets (Fig 4.1's program through both)."""
+"""The localize stage (stages/localize.dl) beyond its case file: the rules it must refuse,
+its place in the lattice before magic sets (Fig 4.1's program through both), and random
+located programs (test_runtime.located_program) localized and centralized, on Spark and
+on the oracle."""
 from __future__ import annotations
 
 import os
