@@ -51,7 +51,23 @@ def test_a_located_notin_bound_only_in_a_later_link_fails(spark):
     with pytest.raises(StageFailure) as failed:
         compile_program(spark, encode(program), program.name, only=["localize"])
     assert failed.value.stage == "localize" and "late.olg:2:26" in failed.value.detail
-    assert "rule r1: W of a located notin is bound only in a later link of the chain" in failed.value.detail
+    assert "rule r1: W of a located notin is bound only in a later link" in failed.value.detail
+
+
+def test_a_wildcard_shipped_under_count_fails_rather_than_count_less(spark):
+    # e(@A, _) matches e(1, 1) and e(1, 2): two combinations for count<*> (Spark and the
+    # oracle answer d(1, 2)); an intermediate loc_r1_3(@B, A, B) would keep one.
+    text = "e(1, 1). e(1, 2). f(1, 5). g(5, 0, 0).\nr1 d(@A, count<*>) :- e(@A, _), f(@A, B), g(@B, _, _).\n"
+    program = check_program(parse_program(text, "wild.olg", "wild"))
+    assert oracle.evaluate(program)["d"] == {(1, 2)}
+    with pytest.raises(StageFailure) as failed:
+        compile_program(spark, encode(program), program.name, only=["localize"])
+    assert "wild.olg:2:23" in failed.value.detail and "error[multiplicity]" in failed.value.detail
+    assert "rule r1: the _ of this atom is not shipped, so count<> would count its tuples once" in failed.value.detail
+    # the same with the column named: split, and the count stays
+    named = check_program(parse_program(text.replace("e(@A, _)", "e(@A, W)"), "named.olg", "named"))
+    localized = decode(compile_program(spark, encode(named), named.name, only=["localize"]).final, named.name)
+    assert any(r.name == "r1_loc2" for r in localized.rules) and oracle.evaluate(localized)["d"] == {(1, 2)}
 
 
 def test_localize_runs_before_magic_sets_and_the_answers_stay(spark):
