@@ -371,6 +371,9 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
         what = "record types" if rest[0] == "[" else "algebraic data types"
         return Diagnostic("syntax", f"{what} are not supported yet", span, rest[0],
                           "declare the columns with primitive types or .type NAME <: number/symbol")
+    if rest.startswith("<=") and re.search(r"(?:^|[.}])\s*(?:\w+\s+)?[\w.:]+\s*\([^.]*\)\s*$", text[:offset]):
+        return Diagnostic("syntax", "subsumption (a <= rule) is not supported yet", Span(path, line, col, line, col + 2),
+                          "<=", "keep the dominated tuples, or choose the best per group with a min/max aggregate")
     if rest.startswith("-domain") and text[:offset].endswith("choice"):
         return Diagnostic("syntax", "choice-domain is not supported yet", Span(path, line, col - 6), "choice-domain",
                           "drop the choice-domain clause and choose with a rule (e.g. min/max aggregates)")

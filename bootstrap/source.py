@@ -53,8 +53,12 @@ def _not_text(path, data: bytes, at: int, why: str) -> EvitaError:
 
 
 def empty_warning(program) -> Diagnostic | None:
-    """A program with neither rules nor facts computes nothing: almost surely the wrong file."""
-    if program.rules or program.facts:
+    """A program with neither rules nor facts nor inputs computes nothing: almost surely
+    the wrong file. (One that only reads an `.input` and writes it out is Soufflé's way
+    to copy or check a facts file.)"""
+    from .syntax import IODirective
+
+    if program.rules or program.facts or any(d.direction == "input" for d in program.of(IODirective)):
         return None
     return Diagnostic("empty-program", "the program has no rules and no facts: it computes nothing",
                       Span(program.path, 1, 1), "", "is this the file you meant?", severity="warning")
