@@ -138,8 +138,8 @@ def checked_file(path: Path) -> S.Program:
 def stage_file(path: Path, origin: str) -> "StageFile":
     """One stage file, its trigger and lattice facts apart (parsed once: `checked_file`)."""
     program = checked_file(path)
-    key = (id(program), str(path), origin)
-    if key not in _stage_files or _stage_files[key][0] is not program:
+    key = (id(program), str(path), origin)  # the value keeps the program: its id stays its own
+    if key not in _stage_files:
         _stage_files[key] = (program, _split_stage(program, Path(path), origin))
     return _stage_files[key][1]
 
@@ -383,7 +383,6 @@ def in_process_first(program: S.Program, rows: CatalogRows, wanted, origin: str,
     try:
         return evaluate_in_process(program, rows, program_id, wanted, origin=origin, max_iterations=max_iterations)
     except Unsupported as e:
-        NOT_IN_PROCESS.append((origin, str(e)))
         if evaluator == "in-process":
             raise StageFailure(origin, f"the columnar backend cannot run it: {e}") from None
         _log.debug("%s runs on Spark: %s", origin, e)
@@ -414,7 +413,7 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         _answered.move_to_end(key)
         return Evaluation({n: set(ts) for n, ts in _answered[key].items()}, 0, time.perf_counter() - started, [])
     planned = _planned.get((id(program), program_id))
-    if planned is not None and planned[0] is program:
+    if planned is not None:
         flow = planned[1]
     else:
         try:
@@ -504,7 +503,6 @@ def _plan(spark, program: S.Program, program_id: str, origin: str):
 
 
 FALLBACKS: list = []  # (origin, why) for each catalog program the one-row evaluator left to the engine
-NOT_IN_PROCESS: list = []  # (origin, why) for each catalog program `in_process_first` left to Spark
 
 
 def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluator: str = "auto"):

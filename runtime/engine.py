@@ -63,6 +63,7 @@ class Result:
     cached: list = field(default_factory=list)  # DataFrames the run cached
     engine: Optional["_Engine"] = field(default=None, repr=False)
     notes: list = field(default_factory=list)  # strategy choices worth explaining
+    _traffic: Optional[list] = field(default=None, repr=False)  # per-node traffic, once asked
 
     def release(self):
         """Drop the run's caches (a catalog evaluation does, once it has its tuples:
@@ -97,7 +98,7 @@ class Result:
     def traffic(self) -> list:
         """Per location: tuples sent, received and derived locally (`runtime.traffic`;
         one Spark action, the first time). Empty when no relation is located."""
-        if getattr(self, "_traffic", None) is None:
+        if self._traffic is None:
             from .traffic import measure
 
             self._traffic = measure(self)
