@@ -72,8 +72,7 @@ def check_dedalus(program: Program) -> list:
             out += _fact(s, components, addresses)
             out += _derivation(s.atom.relation, s.component, s, derived)
             out += [_wall_clock(c) for c in _term_calls(s.atom.args, "now")]
-            out += [_time_in(c, f"fact {s.atom.relation}", "a fact holds at every timestep: it has no "
-                             "timestep of its own; derive the value in a rule") for c in _term_calls(s.atom.args, "tick")]
+            out += [tick_in_fact(c, s.atom.relation) for c in _term_calls(s.atom.args, "tick")]
         elif isinstance(s, Query):
             out += [_wall_clock(c) for c in _term_calls(s.atom.args, "now")]
     return out
@@ -88,11 +87,11 @@ def _rule(r: Rule, components: dict, addresses: set, read: set) -> Iterator[Diag
         yield Diagnostic("async-unlocated", f"rule {r.name}: the @async head {head.relation} names no destination",
                          head.span, head.relation,
                          f"name the destination with @: {head.relation}(@Dest, ...)@async")
-    if where is not None:
-        for call in _term_calls([where], "tick"):
-            yield _time_in(call, f"the location of {head.relation}",
-                           "tick() is a timestep, not an address: locate the head at a node")
-    if r.time != "async" and where is not None:
+    ticks = _term_calls([where], "tick") if where is not None else []
+    for call in ticks:  # reported once, not again as a remote head
+        yield _time_in(call, f"as the @ location of {head.relation}",
+                       "tick() is a timestep, not an address: locate the head at a node")
+    if r.time != "async" and where is not None and not ticks:
         sources = [_location(lit) for lit in r.body
                    if isinstance(lit, Atom) and not lit.negated and lit.location is not None]
         if sources and all(src == sources[0] for src in sources) and where != sources[0]:
@@ -148,12 +147,15 @@ def _derivation(relation: str, component: Optional[str], s, derived: dict) -> It
     earlier.append(s)
     if clash is None:
         return
-    atom = s.head if isinstance(s, Rule) else s.atom
     yield Diagnostic("cross-component", f"{_how(s)} {relation} in component {component}, but {_how(clash)} it "
-                     f"in component {clash.component} (at {clash.span}): a component sends into another "
-                     "component's relation only with @async", atom.span, relation,
+                     f"in component {clash.component} (at {_atom(clash).span}): a component sends into another "
+                     "component's relation only with @async", _atom(s).span, relation,
                      f"derive {relation} in one component and send it from the others with "
                      f"{relation}(@Dest, ...)@async, or give each component's relation its own name")
+
+
+def _atom(s) -> Atom:
+    return s.head if isinstance(s, Rule) else s.atom
 
 
 def _local_rule(s) -> bool:
@@ -182,8 +184,14 @@ def _tick_without_time(call: Call) -> Diagnostic:
                       "give the program time (rules with @next or @async) or compute without tick()")
 
 
+def tick_in_fact(call: Call, relation: str) -> Diagnostic:
+    """tick() in a fact (the parser reports it so, instead of a non-ground fact)."""
+    return _time_in(call, f"in fact {relation}", "a fact holds at every timestep and has no timestep of its "
+                    "own: derive the value in a rule, e.g. r(T) :- ..., T := tick().")
+
+
 def _time_in(call: Call, where: str, hint: str) -> Diagnostic:
-    return Diagnostic("time-as-data", f"{call.func}() cannot be used in {where}", call.span, call.func, hint)
+    return Diagnostic("time-as-data", f"{call.func}() cannot be used {where}", call.span, call.func, hint)
 
 
 def _calls(program: Program, name: str) -> list:
