@@ -45,7 +45,7 @@ from typing import Iterator, Optional
 
 from .builtins import canonical
 from .diagnostics import Diagnostic
-from .syntax import Atom, Call, Component, Const, Fact, Program, Query, Rule, Select, Assign
+from .syntax import Assign, Atom, Call, Component, Const, Fact, Program, Query, Rule, Select
 
 
 def is_dedalus(program: Program) -> bool:
@@ -62,7 +62,7 @@ def check_dedalus(program: Program) -> list:
     addresses = {a for c in components.values() for a in c.addresses}
     read = {lit.relation for r in program.rules for lit in r.body if isinstance(lit, Atom)}
     out: list = []
-    derived: dict = {}  # relation -> [(component, local?, statement)] in the order written
+    derived: dict = {}  # relation -> the rules and facts in components that derive it, in order
     for s in program.statements:
         if isinstance(s, Rule):
             out += _rule(s, components, addresses, read)
