@@ -347,8 +347,19 @@ def _minus(a, b):
         return a.iloc[0:0] if a is not None else None
     if b is None or not len(b):
         return a
-    if len(a) == len(b) and a.equals(b):  # unchanged (most relations, most timesteps): skip the merge
+    if len(a) == len(b) and a.equals(b):  # unchanged since the timestep before: no merge
         return a.iloc[0:0]
+    if list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes):
+        # one 64-bit hash per row and a membership test instead of a merge (Paxos, 200 seeds:
+        # the run 30 s -> 22 s, the same trace); a false match needs a hash collision
+        import numpy as np
+        import pandas as pd
+
+        hashed = pd.util.hash_pandas_object
+        try:
+            return a[~np.isin(hashed(a, index=False).to_numpy(), hashed(b, index=False).to_numpy())]
+        except (TypeError, ValueError):  # values pandas cannot hash: the merge below
+            pass
     cols = list(a.columns)
     try:
         hit = a.merge(b.drop_duplicates(), on=cols, how="left", indicator=True)
