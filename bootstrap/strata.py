@@ -16,6 +16,7 @@ graph: their rows are applied after the stage's fixpoint and never read back by 
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import Iterator
 
@@ -115,12 +116,27 @@ def premappable(comp: list, graph: dict, shapes: dict) -> set:
 
 def diagnose(program: S.Program) -> list:
     rules = same_timestep(program)
-    if program.of(S.Component) or any(r.time for r in program.rules):
+    if _dedalus(program):
         # Dedalus: a message arrives at a later timestep, so an @async rule is no edge of the
         # timestep's fixpoint (the tick program derives __send_r, runtime/dedalus.py); a quorum
         # count over replies that leads to the next request is no cycle
         rules = [r for r in rules if r.time != "async"]
     return list(_aggregate_shapes(rules)) + list(_stratification(rules))
+
+
+def _dedalus(program: S.Program) -> bool:
+    return bool(program.of(S.Component)) or any(r.time for r in program.rules)
+
+
+def one_timestep(program: S.Program) -> list:
+    """`evita run` evaluates a Dedalus program as one timestep in which every @async message
+    is delivered at once: the cycles through negation or aggregation that only a message's
+    delay breaks (`diagnose` accepts them) have no fixpoint there."""
+    if not _dedalus(program):
+        return []
+    return [dataclasses.replace(d, message=d.message + " when messages are delivered in the timestep they are sent",
+                                hint="the program is stratified only with Dedalus time: run it with evita simulate")
+            for d in _stratification(same_timestep(program))]
 
 
 def relation_shapes(rules: list) -> dict:

@@ -149,6 +149,12 @@ def run_file(args, spark=None, previews: bool = False):
         program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
         return None
+    from ..bootstrap.strata import one_timestep
+
+    if one_timestep(program):  # a Dedalus program whose messages must arrive later (Paxos)
+        e = EvitaError(one_timestep(program), program.text, args.program)
+        e.outcome = "the program did not run."
+        raise e
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
     for warning in not_given(program, files):
         report_warning(warning)

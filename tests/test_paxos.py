@@ -123,3 +123,18 @@ def test_paxos_competing_proposers_are_safe(competing):
     assert (competing.final("wasLeader").groupby("seed").size() >= 3).sum() > 100  # three ballots led
     holes = [s for s in SEEDS if "noop" in logs[s]["r1"].values()]
     assert holes  # ... and in some seeds it filled a hole
+
+
+def test_paxos_is_stratified_with_dedalus_time_only():
+    """Replies counted into a quorum lead to the next request: a cycle through count<> that
+    only a message's delay breaks. The checks accept it; `evita run`, which delivers every
+    message in the timestep it is sent, refuses it (strata.one_timestep) and names simulate."""
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.parser import parse_file
+    from evita.bootstrap.strata import one_timestep
+
+    paxos = check_program(parse_file(str(PAXOS)))  # raises on any diagnostic
+    found = one_timestep(paxos)
+    assert found and {d.code for d in found} == {"unstratifiable"}
+    assert all("evita simulate" in d.hint for d in found)
+    assert one_timestep(check_program(parse_file(str(EXAMPLES / "two_phase_commit.olg")))) == []
