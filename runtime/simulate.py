@@ -156,24 +156,15 @@ class Simulation:
         return pd.DataFrame(cols)
 
     def _located(self, relation: str, values: tuple, everywhere: list) -> list:
-        loc = self._location(relation)
+        loc = self.t.location.get(relation)
         return [values[loc]] if loc is not None else everywhere
-
-    def _location(self, relation: str) -> Optional[int]:
-        for s in self.t.sends.values():
-            if s.relation == relation:
-                return s.location
-        for r in self.t.rules.values():
-            for a in (r.head,) + tuple(x for x in r.body if hasattr(x, "relation")):
-                if a.relation == relation and a.location is not None:
-                    return a.location
-        return None
 
     # ------------------------------------------------------------ the loop
 
     def run(self, steps: int = 100) -> Run:
         import time
 
+        import numpy as np
         import pandas as pd
 
         from .columnar import NoFixpoint, Unsupported, run_dataflow
@@ -196,6 +187,7 @@ class Simulation:
         carried: dict = {}
         pending: list = []  # (arrive, world, src, dst, relation, values)
         previous: dict = {}
+        kept: dict = {}  # relation -> the row keys of previous[relation]
         quiesced = {w: None for w in worlds}
         active = set(worlds)
         trace: list = []
@@ -262,11 +254,15 @@ class Simulation:
                     continue
                 n = t.arity.get(rel, t.arity.get(t.nexts.get(rel, ""), 0))
                 before = previous.get(rel)
-                new = _minus(cur, before)
-                gone = _minus(before, cur) if before is not None else None
+                keys = _row_keys(cur) if len(cur) else None
+                old = kept.get(rel) if before is not None and len(before) else None
+                new = cur if old is None or keys is None else cur[~np.isin(keys, old)]
+                gone = cur.iloc[0:0] if before is None or not len(before) else (
+                    before if keys is None else before[~np.isin(old, keys)])
                 for df in (new, gone):
-                    if df is not None and len(df):
+                    if len(df):
                         changed.update(df[f"c{n}"].tolist())
+                kept[rel] = keys
                 if rel in t.arity and len(new):
                     for (w, node), k in new.groupby([f"c{n}", f"c{n + 1}"]).size().items():
                         count(w, node, "derived", int(k))
@@ -313,7 +309,9 @@ class Simulation:
                     done = cur[~cur[f"c{n}"].isin(active)] if active else cur
                     if len(done):
                         states.setdefault(rel, []).append(done)
-                        previous[rel] = cur[cur[f"c{n}"].isin(active)]
+                        keep = (cur[f"c{n}"].isin(active)).to_numpy()
+                        previous[rel] = cur[keep]
+                        kept[rel] = kept[rel][keep] if kept.get(rel) is not None else None
             carried = {rel: df[df[f"c{t.arity[rel]}"].isin(active)] for rel, df in carried.items()}
         for rel, cur in previous.items():  # the worlds still running at the horizon
             if rel in t.arity and len(cur):
@@ -341,19 +339,13 @@ def _up(df, n: int, up: list):
     return df[df[f"c{n + 1}"].isin(up)].reset_index(drop=True)
 
 
-def _minus(a, b):
-    """Rows of a that b does not hold."""
-    if a is None or not len(a):
-        return a.iloc[0:0] if a is not None else None
-    if b is None or not len(b):
-        return a
-    cols = list(a.columns)
+def _row_keys(df):
+    import pandas as pd
+
     try:
-        hit = a.merge(b.drop_duplicates(), on=cols, how="left", indicator=True)
-    except (ValueError, TypeError):  # mixed dtypes: compare as text
-        sa, sb = a.astype(str), b.astype(str).drop_duplicates()
-        hit = sa.merge(sb, on=cols, how="left", indicator=True)
-    return a[(hit["_merge"] == "left_only").to_numpy()]
+        return pd.util.hash_pandas_object(df, index=False).to_numpy()
+    except TypeError:  # a column of tuples (a set or list aggregate): hash its text
+        return pd.util.hash_pandas_object(df.astype(str), index=False).to_numpy()
 
 
 def _trace(rows: list):
@@ -393,7 +385,8 @@ def compile_timed(path: str, spark=None, *, skip=(), stage_paths=(), only=None, 
 
     from ..bootstrap.cli import compile_file, parse_and_check
     from ..catalog.decode import decode
-    from .dedalus import is_dedalus, lower
+    from ..bootstrap.dedalus_checks import is_dedalus
+    from .dedalus import lower
 
     args = argparse.Namespace(program=str(path), stage_path=list(stage_paths), skip=list(skip), only=only,
                               choose=list(choose), max_iterations=1000, verbose=False)
