@@ -6,6 +6,7 @@
                       [--format csv|parquet] [--master M] [--stats] [--max-iterations N]
     evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
     evita test-suite DIR [--construct NAME] [-v]   (runtime/conformance.py)
+    evita simulate PROGRAM [--seeds A-B] [--steps N] [--delay D] (runtime/simulate_cli.py)
 
 The program is parsed and checked before Spark starts, so a bad program fails fast.
 What `run` shows: the `.output` relations if the program has any, else the answers to
@@ -62,8 +63,10 @@ def add_arguments(subparsers, common=None) -> None:
     c.set_defaults(func=cmd_analyze)
 
     from .conformance import add_arguments as add_test_suite
+    from .simulate_cli import add_arguments as add_simulate
 
     add_test_suite(subparsers, parents[:-1])
+    add_simulate(subparsers, parents)
 
 
 def compiled(args, program=None, phases=None, measured=()):
