@@ -296,6 +296,7 @@ class Simulation:
                                                             values))
                         trace.append((w, arrive, dst, "external", send.relation, values, src, arrive))
                         count(w, src, "sent")
+                        sent_worlds.add(w)
                         continue
                     if self.drop and draw(w, "drop", logical(src), logical(dst), send.relation, values) < self.drop:
                         continue
@@ -306,8 +307,11 @@ class Simulation:
                     sent_worlds.add(w)
             in_flight = {m[1] for m in pending}
             for w in live:
-                if (w not in changed and w not in in_flight and not t.uses_clock and step > last_input
-                        and not any(m[1] == w for m in now)):
+                # a world that sent anything now is not quiet (an external message is in
+                # no one's pending list: a node replying to a client at every step would
+                # otherwise quiesce while it goes on sending)
+                if (w not in changed and w not in in_flight and w not in sent_worlds and not t.uses_clock
+                        and step > last_input and not any(m[1] == w for m in now)):
                     quiesced[w] = step
                     active.discard(w)
             for rel, cur in previous.items():
