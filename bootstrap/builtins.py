@@ -87,6 +87,8 @@ _ALL = [
     Builtin("hash", 1, None, "hash(A, ...): a 64-bit hash of the arguments"),
     Builtin("sha1", 1, 1, "sha1(S): hex SHA-1 of the text of S (chord identifiers)"),
     Builtin("now", 0, 0, "now(): the timestamp of the current evaluation"),
+    Builtin("tick", 0, 0, "tick(): the current timestep of the node evaluating the rule "
+            "(Dedalus programs; evita simulate, evita run --steps)"),
     Builtin("rand", 0, 0, "rand(): a deterministic pseudo-random number per tuple"),
     Builtin("coin_flip", 1, 1, "coin_flip(P): true with probability P (deterministic per tuple)"),
     Builtin("if", 3, 3, "if(C, A, B): A when C holds, else B"),

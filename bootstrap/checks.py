@@ -367,5 +367,14 @@ def check_strata(program: Program) -> list:
     return strata.diagnose(program)
 
 
+def check_dedalus(program: Program) -> list:
+    """Dedalus time: where rules derive, one component per relation, tick() and now()
+    (`dedalus_checks.py`)."""
+    from .dedalus_checks import check_dedalus as dedalus
+
+    return dedalus(program)
+
+
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
-          check_aggregates, check_facts, check_numbers, check_types, check_fact_types, check_plans, check_strata)
+          check_aggregates, check_facts, check_numbers, check_types, check_fact_types, check_plans, check_strata,
+          check_dedalus)

@@ -32,6 +32,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 from .diagnostics import Diagnostic, EvitaError
 from .folding import FoldError, fold
 from .components import expand_components
+from .dedalus_checks import _term_calls, tick_in_fact
 from .inline import inline_relations
 from .preprocess import preprocess
 from .syntax import (
@@ -1142,6 +1143,11 @@ class _Lowering:
                        atom.span, atom.relation, "a fact names every field with a constant")
             return
         for a in atom.args:
+            ticks = _tick_calls(a)
+            if ticks:  # a fact holds at every timestep: reported as Dedalus time, at the tick()
+                for call in ticks:
+                    self.diagnostics.append(tick_in_fact(call, atom.relation))
+                continue
             if not isinstance(a, Const):
                 what = "the variable " + a.name if isinstance(a, Var) else \
                     "the wildcard _" if isinstance(a, Wildcard) else "an expression"
@@ -1576,3 +1582,8 @@ def _lower_equalities(body: list) -> list:
             lit = replace(lit, args=tuple(_eq_to_eqeq(a) for a in lit.args))
         out.append(lit)
     return out
+
+
+def _tick_calls(term) -> list:
+    """The tick() calls in a term (`dedalus_checks.py`)."""
+    return _term_calls([term], "tick")

@@ -284,7 +284,7 @@ class _RuleTypes:
 # Functors whose result has one kind whatever their arguments.
 _CALL_KINDS = {"cat": "symbol", "substr": "symbol", "to_string": "symbol", "lower": "symbol", "upper": "symbol",
                "strlen": "number", "ord": "number", "to_number": "number", "to_float": "float",
-               "to_unsigned": "unsigned"}
+               "to_unsigned": "unsigned", "tick": "number"}
 
 
 def _fits(got: str, kind: str, term) -> bool:

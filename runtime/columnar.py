@@ -19,8 +19,9 @@ What is evaluated: atoms whose arguments are variables, wildcards and constants;
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
 `abs`/`min`/`max`, lists (list literals, cons, append, concat, contains, size; lists
 are tuples) and the text and number functions the stages use (`cat`, `strlen`,
-`to_string`, `if`, `reprefix`, `to_float`, `floor`, `log`, `exp`) with Spark's null and
-cast rules; count, sum, min, max and mean. Anything else (other string functions,
+`to_string`, `if`, `reprefix`, `to_float`, `floor`, `log`, `exp`, and `hash`: Spark's
+xxhash64, `runtime/xxhash.py`) with Spark's null and cast rules; count, sum, min, max,
+mean, and set and list (sorted tuples, as Spark's sorted arrays). Anything else (other string functions,
 set/list aggregates, a double's text, arithmetic on nulls) raises `Unsupported` and the
 stratum runs in the SQL loop, which has Spark's SQL semantics for all of it. So does a
 division or modulo by zero: the SQL loop reports it as Spark does. A comparison with a
@@ -58,10 +59,12 @@ SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "floor", "log", "exp")
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "floor", "log", "exp", "hash")
 _CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
-_AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean"}
+_AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
+               # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
+               "set": lambda v: tuple(sorted(set(v.dropna()))), "list": lambda v: tuple(sorted(v.dropna()))}
 
 
 class Unsupported(Exception):
@@ -452,6 +455,12 @@ def _reprefix(s, old, new):
     return None if new is None else str(new) + str(s)[len(old):]
 
 
+def _xxhash64(*values):
+    from .xxhash import xxhash64
+
+    return xxhash64(*values)
+
+
 _TEXT_FUNCTIONS = {
     "cat": _cat,
     "strlen": lambda s: None if s is None else len(_spark_text(s)),
@@ -461,6 +470,7 @@ _TEXT_FUNCTIONS = {
     "floor": _floor,
     "log": _ln,
     "exp": _exp,
+    "hash": _xxhash64,
 }
 
 

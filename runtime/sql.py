@@ -165,6 +165,7 @@ BUILTIN_SQL: dict = {
     "hash": lambda a, t, arr: fn("xxhash64", *a),
     "sha1": lambda a, t, arr: fn("sha1", _str(a[0])),
     "now": None,  # needs the evaluation's timestamp: see Expr.call
+    "tick": None,  # the timestep: the simulator rewrites tick() away before SQL (see Expr.call)
     "rand": None,  # needs the tuple: see Expr.call
     "coin_flip": None,
     "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
@@ -220,6 +221,9 @@ class Expr:
         args = [self.compile(a) for a in t.args]
         if name == "now":
             return exp.Cast(this=lit(self.now), to=exp.DataType.build("timestamp"))
+        if name == "tick":  # never a constant; only a run over timesteps knows it
+            raise _error("tick-outside-time", "tick() has a value only in a run over timesteps "
+                         "(evita simulate, evita run --steps)", t)
         if name in ("rand", "coin_flip"):
             # Deterministic per tuple: a hash of every bound variable, scaled to [0, 1).
             seed = fn("xxhash64", *[self.env[v].copy() for v in sorted(self.env)]) if self.env else lit(0)
