@@ -75,7 +75,7 @@ def test_voting_one_reply_per_request_after_all_votes(voting):
         for rid, v in VOTING_REQUESTS.items():
             got = replies.get((seed, rid), [])
             # liveness and exactly once: one reply per request, with the request's value
-            assert [x[1] for x in got] == [v], f"seed {seed}, request {rid}: replies {got}"
+            assert [x[1] for x in got] == [v] and got[0][0] < voting.steps, f"seed {seed}, request {rid}: {got}"
             # safety: the reply left the leader only once every participant's vote was there
             assert sorted(votes[seed, rid]) == [1, 2, 3], f"seed {seed}, request {rid}: votes {votes[seed, rid]}"
             # (the trace has no send row for a message leaving the system: the reply goes out
@@ -162,6 +162,7 @@ def test_twopc_every_client_gets_one_reply(twopc):
     replies = defaultdict(list)
     for seed, step, node, peer, tup in _events(twopc, "external", "reply"):
         assert node == "client:1" and peer == "coordinator:1"
+        assert step < twopc.steps  # within the horizon
         replies[seed, tup[1]].append(tup[2])
     acks = defaultdict(set)
     for seed, step, node, peer, (c, tx, src) in _events(twopc, "deliver", "ack"):
@@ -196,6 +197,7 @@ def test_hashset_one_certificate_per_value(hashset):
         sigs[seed, val][src] = sig
     certs = defaultdict(list)
     for seed, step, node, peer, (c, cert, val, cnt) in _events(hashset, "external", "outCert"):
+        assert step < hashset.steps  # within the horizon
         certs[seed, val].append((tuple(sorted(cert)), cnt))
     for seed in SEEDS:
         for val in HASHSET_VALUES:
