@@ -162,7 +162,7 @@ def test_twopc_every_client_gets_one_reply(twopc):
     replies = defaultdict(list)
     for seed, step, node, peer, tup in _events(twopc, "external", "reply"):
         assert node == "client:1" and peer == "coordinator:1"
-        assert step < twopc.steps  # within the horizon
+        assert step < twopc.steps, f"seed {seed}: reply for {tup[1]} at {step}, past the horizon"
         replies[seed, tup[1]].append(tup[2])
     acks = defaultdict(set)
     for seed, step, node, peer, (c, tx, src) in _events(twopc, "deliver", "ack"):
@@ -197,7 +197,7 @@ def test_hashset_one_certificate_per_value(hashset):
         sigs[seed, val][src] = sig
     certs = defaultdict(list)
     for seed, step, node, peer, (c, cert, val, cnt) in _events(hashset, "external", "outCert"):
-        assert step < hashset.steps  # within the horizon
+        assert step < hashset.steps, f"seed {seed}: {val} certified at {step}, past the horizon"
         certs[seed, val].append((tuple(sorted(cert)), cnt))
     for seed in SEEDS:
         for val in HASHSET_VALUES:
