@@ -37,8 +37,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.syntax import Span
 from .dedalus import CLOCK, MEMBER, NODE, Timed
 
+# Where a diagnostic about the whole run points (Diagnostic.sort_key needs a span).
+NOWHERE = Span("<simulate>", 0, 0)
 TRACE_COLUMNS = ["seed", "step", "node", "kind", "relation", "tuple", "peer", "arrive"]
 COUNT_COLUMNS = ["seed", "node", "sent", "received", "derived", "busy_steps"]
 
@@ -68,7 +71,7 @@ class Delay:
                 return Delay("fixed", int(arg), int(arg))
         except ValueError:
             pass
-        raise EvitaError([Diagnostic("bad-delay", f"--delay {text}: not a delay distribution", None, text,
+        raise EvitaError([Diagnostic("bad-delay", f"--delay {text}: not a delay distribution", NOWHERE, text,
                                      "write uniform:LO-HI (1 <= LO <= HI), geometric:P (0 < P <= 1) or fixed:D")])
 
     def of(self, u: float) -> int:
@@ -141,7 +144,7 @@ class Simulation:
         for rel, rows in self.inputs.items():
             if rel not in timed.arity:
                 raise EvitaError([Diagnostic("unknown-input", f"input {rel}: the program has no relation {rel}",
-                                             None, rel, "name a relation the program reads")])
+                                             NOWHERE, rel, "name a relation the program reads")])
 
     # ------------------------------------------------------------ tables
 
@@ -241,9 +244,9 @@ class Simulation:
                 tables = run_dataflow(self.flow, inputs)
             except Unsupported as e:
                 raise EvitaError([Diagnostic("simulate-unsupported", f"the simulator cannot evaluate this "
-                                             f"program: {e}", None, "", "evita run --steps N runs it on Spark")])
+                                             f"program: {e}", NOWHERE, "", "evita run --steps N runs it on Spark")])
             except NoFixpoint:
-                raise EvitaError([Diagnostic("no-fixpoint", f"timestep {step} reached no fixpoint", None, "",
+                raise EvitaError([Diagnostic("no-fixpoint", f"timestep {step} reached no fixpoint", NOWHERE, "",
                                              "check the program's recursion")])
             node_steps += len(live) * len(up)
             # -- what holds now, what is new, what changed (per world)
@@ -289,6 +292,7 @@ class Simulation:
                                                             values))
                         trace.append((w, arrive, dst, "external", send.relation, values, src, arrive))
                         count(w, src, "sent")
+                        sent_worlds.add(w)
                         continue
                     if self.drop and draw(w, "drop", logical(src), logical(dst), send.relation, values) < self.drop:
                         continue
@@ -299,8 +303,11 @@ class Simulation:
                     sent_worlds.add(w)
             in_flight = {m[1] for m in pending}
             for w in live:
-                if (w not in changed and w not in in_flight and not t.uses_clock and step > last_input
-                        and not any(m[1] == w for m in now)):
+                # a world that sent anything now is not quiet (an external message is in
+                # no one's pending list: a node replying to a client at every step would
+                # otherwise quiesce while it goes on sending)
+                if (w not in changed and w not in in_flight and w not in sent_worlds and not t.uses_clock
+                        and step > last_input and not any(m[1] == w for m in now)):
                     quiesced[w] = step
                     active.discard(w)
             for rel, cur in previous.items():
@@ -393,7 +400,7 @@ def compile_timed(path: str, spark=None, *, skip=(), stage_paths=(), only=None, 
     program = parse_and_check(str(path))
     if not is_dedalus(program):
         raise EvitaError([Diagnostic("not-dedalus", f"{path} has no @next or @async rule and no component: "
-                                     "nothing happens over time", None, "", "use evita run")])
+                                     "nothing happens over time", NOWHERE, "", "use evita run")])
     program, comp, _ = compile_file(args, spark=spark, program=program)
     return lower(decode(comp.final, program.name))
 
