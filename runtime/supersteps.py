@@ -104,6 +104,10 @@ class _Supersteps:
             for rel, rows in arrived.items():
                 for node, values in rows:
                     self.trace.append((WORLD, step, node, "input", rel, values, None, step))
+            for rel, dst, msg, src in deliveries:
+                self.trace.append((WORLD, step, dst, "deliver", rel, msg, src, step))
+                _count(self.counts, dst, "received")
+                self.busy.add((dst, step))
             changes, sends, actions = state.step(self.flow, step, self.nodes, deliveries, arrived)
             changed = 0
             for kind, rel, values in changes:
@@ -135,7 +139,8 @@ class _Supersteps:
         return out
 
     def messages(self, step: int, sends: dict) -> list:
-        """This superstep's messages -> (relation, destination, tuple) delivered at the next."""
+        """This superstep's messages -> (relation, destination, tuple, source), delivered
+        at the next."""
         t = self.t
         out = []
         for name, rows in sends.items():
@@ -154,10 +159,7 @@ class _Supersteps:
                     self.trace.append((WORLD, step + 1, dst, "external", send.relation, msg, src, step + 1))
                     continue
                 self.trace.append((WORLD, step, src, "send", send.relation, msg, dst, step + 1))
-                self.trace.append((WORLD, step + 1, dst, "deliver", send.relation, msg, src, step + 1))
-                _count(self.counts, dst, "received")
-                self.busy.add((dst, step + 1))
-                out.append((send.relation, dst, msg))
+                out.append((send.relation, dst, msg, src))
         return out
 
 
@@ -182,7 +184,7 @@ class _DriverState:
         rows: dict = {rel: set(v) for rel, v in self.edb.items()}
         for rel, v in self.carried.items():
             rows.setdefault(rel, set()).update(v)
-        for rel, dst, msg in deliveries:
+        for rel, dst, msg, _src in deliveries:
             rows.setdefault(rel, set()).add(tuple(msg) + (WORLD, dst))
         for rel, got in arrived.items():
             rows.setdefault(rel, set()).update(tuple(values) + (WORLD, node) for node, values in got)
@@ -252,7 +254,7 @@ class _SparkState:
 
         t, spark = self.t, self.spark
         by_rel: dict = {}
-        for rel, dst, msg in deliveries:
+        for rel, dst, msg, _src in deliveries:
             by_rel.setdefault(rel, []).append((dst, msg))
         delivered = {rel: self.frame(rel, got) for rel, got in by_rel.items()}
         timed = {rel: self.frame(rel, got) for rel, got in arrived.items()}
