@@ -50,8 +50,9 @@ def run_steps(timed: Timed, spark, steps: int, inputs: Optional[dict] = None, *,
       back to the driver with the superstep's one action and goes out again in the next
       statement's text, as the catalog programs do (`bootstrap/stage.py`): the whole
       superstep is one Spark job, in one partition;
-    - large: the state stays in Spark as checkpointed DataFrames, and one shuffle finds
-      what changed; only the changes and the messages come to the driver."""
+    - large: the state stays in Spark as checkpointed DataFrames, a message moves to
+      its destination's partitions there, and one shuffle finds what changed; only the
+      changes and a copy of the messages (for the trace) come to the driver."""
     from ..bootstrap.stage import catalog_sized
 
     if small is None:
@@ -240,6 +241,7 @@ class _SparkState:
                 self.edb[rel] = self.frame(rel, rows)
         self.carried: dict = {}
         self.previous: dict = {}
+        self.outbox: dict = {}
 
     def frame(self, rel: str, rows: list):
         """rows: (node, values) -> a DataFrame c0..cN-1, world, node (types inferred by Spark)."""
@@ -253,10 +255,7 @@ class _SparkState:
         from .engine import run
 
         t, spark = self.t, self.spark
-        by_rel: dict = {}
-        for rel, dst, msg, _src in deliveries:
-            by_rel.setdefault(rel, []).append((dst, msg))
-        delivered = {rel: self.frame(rel, got) for rel, got in by_rel.items()}
+        delivered = self.outbox  # the messages of the superstep before, moved in Spark
         timed = {rel: self.frame(rel, got) for rel, got in arrived.items()}
         given = {}
         for rel in t.arity:
@@ -293,6 +292,15 @@ class _SparkState:
                 changes.append(("new" if r["lo"] == 1 else "gone", r["rel"], values))
         self.carried = {rel: state[name] for name, rel in t.nexts.items() if name in state}
         self.previous = {rel: df for rel, df in state.items() if rel not in t.sends}
+        # A message is an exchange to its destination's partitions: its node column
+        # becomes the destination (messages leaving the system stay behind).
+        self.outbox = {}
+        for name, send in t.sends.items():
+            if name in state:
+                n, dst = t.arity[send.relation], F.col(f"c{send.location}")
+                moved = state[name].where(dst.isin(nodes)).withColumn(f"c{n + 1}", dst)
+                old = self.outbox.get(send.relation)
+                self.outbox[send.relation] = moved if old is None else old.unionByName(moved)
         return changes, sends, result.actions + 1
 
     def finals(self) -> dict:
