@@ -26,6 +26,9 @@ def add_arguments(subparsers, common=None) -> None:
     c = subparsers.add_parser("plan", parents=parents, help="compile a program and show its physical dataflow")
     c.add_argument("program", help="program file (.olg or .dl)")
     c.add_argument("--json", action="store_true", help="JSON instead of the text form")
+    c.add_argument("--timestep", action="store_true",
+                   help="a Dedalus program: the dataflow of one timestep at every node (what evita simulate and "
+                        "run --steps evaluate; docs/dedalus.md)")
     c.set_defaults(func=cmd_plan)
 
     c = subparsers.add_parser("run", parents=parents, help="run a program on Spark")
@@ -86,7 +89,16 @@ def compiled(args, program=None, phases=None, measured=()):
 def cmd_plan(args) -> int:
     from ..bootstrap.planner import plan
 
-    dataflow = plan(compiled(args))
+    program = compiled(args)
+    if args.timestep:
+        from .dedalus import is_dedalus, lower
+
+        if not is_dedalus(program):
+            from ..bootstrap.cli import UserError
+
+            raise UserError(f"{args.program}: no @next or @async rule and no component: it has no timesteps")
+        program = lower(program).program
+    dataflow = plan(program)
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
 

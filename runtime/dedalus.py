@@ -256,6 +256,14 @@ def lower(program: S.Program) -> Timed:
                  compiled)
 
 
+def unknown_address(send: Send, dst, values: tuple, nodes: list) -> EvitaError:
+    """A message to an address no component has, whose relation some rule reads."""
+    return EvitaError([Diagnostic(
+        "unknown-address", f"rule {'/'.join(send.rules)} sends {send.relation}{values!r} to {dst!r}, an "
+        f"address no component has (nodes: {', '.join(map(str, nodes))})", send.spans[0],
+        send.relation, "send to a component's address, or add a component at that address")])
+
+
 def _clocked(rule: Optional[S.Rule]) -> bool:
     if rule is None:
         return False

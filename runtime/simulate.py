@@ -38,7 +38,7 @@ from typing import Optional
 
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.syntax import Span
-from .dedalus import CLOCK, MEMBER, NODE, Timed
+from .dedalus import CLOCK, MEMBER, Timed, unknown_address
 
 # Where a diagnostic about the whole run points (Diagnostic.sort_key needs a span).
 NOWHERE = Span("<simulate>", 0, 0)
@@ -287,7 +287,7 @@ class Simulation:
                     dst = values[send.location]
                     if dst not in self.nodes:
                         if send.relation in t.read:
-                            self._unknown(send, dst, values)
+                            raise unknown_address(send, dst, values, self.nodes)
                         arrive = step + self.delay.of(draw(w, "delay", logical(src), logical(dst), send.relation,
                                                             values))
                         trace.append((w, arrive, dst, "external", send.relation, values, src, arrive))
@@ -328,14 +328,6 @@ class Simulation:
         return Run(t, steps, _trace(trace), _counts(counts, self.seeds, self.nodes),
                    quiesced, {rel: _state(states.get(rel, []), t.arity[rel]) for rel in t.arity},
                    time.perf_counter() - t0, node_steps)
-
-    def _unknown(self, send, dst, values):
-        from .dataflow import term_text  # noqa: F401  (the message's text below)
-
-        raise EvitaError([Diagnostic(
-            "unknown-address", f"rule {'/'.join(send.rules)} sends {send.relation}{values!r} to {dst!r}, an "
-            f"address no component has (nodes: {', '.join(map(str, self.nodes))})", send.spans[0],
-            send.relation, "send to a component's address, or add a component at that address")])
 
 
 def _worlds(df, n: int, active: set):

@@ -20,8 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from .dedalus import CLOCK, MEMBER, Timed
+from .dedalus import CLOCK, MEMBER, Timed, unknown_address
 from .simulate import COUNT_COLUMNS, Run, _state, _trace
 
 WORLD = 0  # the one run's world column
@@ -153,10 +152,7 @@ class _Supersteps:
                 _count(self.counts, src, "sent")
                 if dst not in self.nodes:
                     if send.relation in t.read:
-                        raise EvitaError([Diagnostic(
-                            "unknown-address", f"rule {'/'.join(send.rules)} sends {send.relation}{msg!r} to "
-                            f"{dst!r}, an address no component has", send.spans[0], send.relation,
-                            "send to a component's address, or add a component at that address")])
+                        raise unknown_address(send, dst, msg, self.nodes)
                     self.trace.append((WORLD, step + 1, dst, "external", send.relation, msg, src, step + 1))
                     continue
                 self.trace.append((WORLD, step, src, "send", send.relation, msg, dst, step + 1))

@@ -227,3 +227,12 @@ def test_evita_run_steps(ping, capsys):
     assert "quiesced at step 4" in out and "superstep 0:" in out and "client:1" in out
     assert main(["run", str(path)]) == 0
     assert "a Dedalus program run as one timestep" in capsys.readouterr().out
+
+
+def test_plan_shows_one_timestep(ping, capsys):
+    path, _ = ping
+    assert main(["plan", str(path), "--timestep"]) == 0
+    out = capsys.readouterr().out
+    assert "__send_ping" in out and "__next_got" in out and "__member" in out
+    assert main(["plan", str(EXAMPLES / "tc.dl"), "--timestep"]) == 1
+    assert "it has no timesteps" in capsys.readouterr().err
