@@ -135,7 +135,8 @@ def one_timestep(program: S.Program) -> list:
     if not _dedalus(program):
         return []
     return [dataclasses.replace(d, message=d.message + " when messages are delivered in the timestep they are sent",
-                                hint="the program is stratified only with Dedalus time: run it with evita simulate")
+                                hint="the program is stratified only with Dedalus time: run it with evita run --steps N "
+                                     "or evita simulate")
             for d in _stratification(same_timestep(program))]
 
 

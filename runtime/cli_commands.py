@@ -26,6 +26,9 @@ def add_arguments(subparsers, common=None) -> None:
     c = subparsers.add_parser("plan", parents=parents, help="compile a program and show its physical dataflow")
     c.add_argument("program", help="program file (.olg or .dl)")
     c.add_argument("--json", action="store_true", help="JSON instead of the text form")
+    c.add_argument("--timestep", action="store_true",
+                   help="a Dedalus program: the dataflow of one timestep at every node (what evita simulate and "
+                        "run --steps evaluate; docs/dedalus.md)")
     c.set_defaults(func=cmd_plan)
 
     c = subparsers.add_parser("run", parents=parents, help="run a program on Spark")
@@ -45,6 +48,10 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--lenient", action="store_true",
                    help="skip input rows that do not read (wrong column count or type) and count them, "
                         "instead of stopping with an error")
+    c.add_argument("--steps", type=int, metavar="N",
+                   help="Dedalus time on Spark: run up to N timesteps as supersteps (messages take one step)")
+    c.add_argument("--inputs", metavar="DIR",
+                   help="with --steps: inputs over time, DIR/REL.csv rows STEP,col1,col2,... (as evita simulate)")
     c.add_argument("--no-local", action="store_true",
                    help="run every stratum on Spark's SQL path, recursive ones in the distributed loop: "
                         "no fixpoints inside tasks or on the driver (for comparison)")
@@ -82,7 +89,16 @@ def compiled(args, program=None, phases=None, measured=()):
 def cmd_plan(args) -> int:
     from ..bootstrap.planner import plan
 
-    dataflow = plan(compiled(args))
+    program = compiled(args)
+    if args.timestep:
+        from .dedalus import is_dedalus, lower
+
+        if not is_dedalus(program):
+            from ..bootstrap.cli import UserError
+
+            raise UserError(f"{args.program}: no @next or @async rule and no component: it has no timesteps")
+        program = lower(program).program
+    dataflow = plan(program)
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
 
@@ -96,10 +112,21 @@ def cmd_run(args) -> int:
     from .traffic import traffic_text
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    if args.steps is not None:
+        return cmd_run_steps(args, console)
+    if args.inputs:
+        from ..bootstrap.cli import UserError
+
+        raise UserError("--inputs DIR gives inputs over time: use it with --steps N (or evita simulate)")
     done = run_file(args, previews=True)
     if done is None:  # the program computes nothing: already reported
         return 1
     program, dataflow, result, inputs, phases = done
+    from ..bootstrap.dedalus_checks import is_dedalus
+
+    if is_dedalus(program):
+        console.print("note: a Dedalus program run as one timestep (@next rules deferred, @async messages at "
+                      "once); --steps N runs it over time, evita simulate with random delays")
     for rel, n in sorted(inputs.skipped.items()):
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     shown = shown_relations(dataflow)
@@ -122,6 +149,42 @@ def cmd_run(args) -> int:
         for rel, n in sorted(inputs.skipped.items()):
             console.print(f"input {rel}: {n} rows skipped (--lenient)")
         console.print(phases.text())
+    return 0
+
+
+def cmd_run_steps(args, console) -> int:
+    """`evita run PROGRAM --steps N`: Dedalus time as Spark supersteps (`supersteps.py`)."""
+    from ..bootstrap.cli import UserError
+    from .session import spark_session
+    from .simulate import compile_timed
+    from .simulate_cli import report, timed_inputs
+    from .supersteps import run_steps
+
+    if args.steps < 1:
+        raise UserError(f"--steps {args.steps}: give at least 1 timestep")
+    if args.input or args.facts_dir:
+        raise UserError("with --steps, inputs arrive over time: give them with --inputs DIR (rows STEP,col1,...)")
+    spark = spark_session(master=getattr(args, "master", None))
+    timed = compile_timed(args.program, spark, skip=args.skip, stage_paths=args.stage_path, only=args.only,
+                          choose=args.choose)
+    inputs = timed_inputs(args.inputs, timed) if args.inputs else None
+    run = run_steps(timed, spark, args.steps, inputs)
+    report(console, run, [0])
+    if args.stats:
+        for s in run.supersteps:
+            console.print(f"superstep {s.step}: {s.seconds:.2f} s, {s.actions} Spark actions, "
+                          f"{s.changed} tuples changed, {s.sent} messages")
+    quiet = run.quiesced[0]
+    console.print(f"{len(run.supersteps)} supersteps in {run.seconds:.1f} s, "
+                  f"{sum(s.actions for s in run.supersteps)} Spark actions; "
+                  + (f"quiesced at step {quiet}" if quiet is not None else
+                     f"[yellow]did not quiesce within {args.steps} steps[/]: messages were still in flight or the "
+                     "state still changed; raise --steps"))
+    if args.output:
+        from .simulate_cli import write_trace
+
+        for path in write_trace(run, args.output, args.format):
+            console.print(f"wrote {path}")
     return 0
 
 

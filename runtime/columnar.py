@@ -187,8 +187,10 @@ def _bind(args, df):
 def _without_null_keys(df, keys: list):
     """Rows whose join keys are all set: SQL joins no null (pandas would). Only catalog
     snapshots hold nulls (`checked` keeps them out of data), in object columns."""
-    nullable = [k for k in keys if df[k].dtype == object]
-    if not nullable or not len(df):
+    if not len(df):
+        return df
+    nullable = [k for k in keys if df[k].dtype == object and df[k].hasnans]
+    if not nullable:
         return df
     keep = df[nullable].notna().all(axis=1).to_numpy()
     return df if keep.all() else df[keep].reset_index(drop=True)

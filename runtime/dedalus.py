@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..bootstrap import syntax as S
+from ..bootstrap.dedalus_checks import is_dedalus  # noqa: F401  (callers import it from here too)
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 
 WORLD, NODE, STEP = "__w", "__n", "__t"
@@ -59,6 +60,7 @@ class Timed:
     read: set  # relations some rule body reads (a message to them must reach a node)
     shown: list  # relations whose tuples are outputs: .output, else queries, else none
     uses_clock: bool
+    location: dict = field(default_factory=dict)  # relation -> the column its `@` names
     rules: dict = field(default_factory=dict)  # label -> Rule of the compiled program (spans)
 
     @property
@@ -73,10 +75,6 @@ class Timed:
     def relations(self) -> list:
         """The user's relations: what a node's state holds."""
         return list(self.arity)
-
-
-def is_dedalus(program: S.Program) -> bool:
-    return bool(program.of(S.Component)) or any(r.time in ("next", "async") for r in program.rules)
 
 
 def _hidden(atom: S.Atom) -> S.Atom:
@@ -167,8 +165,12 @@ def lower(program: S.Program) -> Timed:
     arity: dict = {}
     problems = []
 
+    location: dict = {}
+
     def see(atom: S.Atom):
         arity.setdefault(atom.relation, atom.arity)
+        if atom.location is not None:
+            location.setdefault(atom.relation, atom.location)
 
     rules, nexts, sends, read, spans = [], {}, {}, set(), {}
     uses_clock = False
@@ -250,7 +252,16 @@ def lower(program: S.Program) -> Timed:
     lowered = S.Program(program.name, tuple(statements) + tuple(rules), program.path, program.dialect, program.text)
     outputs = [d.relation for d in program.of(S.IODirective) if d.direction == "output"]
     shown = list(dict.fromkeys(outputs or [q.atom.relation for q in program.of(S.Query)]))
-    return Timed(program.name, lowered, arity, nexts, sends, components, facts, read, shown, uses_clock, compiled)
+    return Timed(program.name, lowered, arity, nexts, sends, components, facts, read, shown, uses_clock, location,
+                 compiled)
+
+
+def unknown_address(send: Send, dst, values: tuple, nodes: list) -> EvitaError:
+    """A message to an address no component has, whose relation some rule reads."""
+    return EvitaError([Diagnostic(
+        "unknown-address", f"rule {'/'.join(send.rules)} sends {send.relation}{values!r} to {dst!r}, an "
+        f"address no component has (nodes: {', '.join(map(str, nodes))})", send.spans[0],
+        send.relation, "send to a component's address, or add a component at that address")])
 
 
 def _clocked(rule: Optional[S.Rule]) -> bool:

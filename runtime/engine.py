@@ -499,7 +499,8 @@ class _Engine:
 
     def input_part(self, given, s: Storage):
         if isinstance(given, SqlInput):
-            return self.define(coalesced(given.query))
+            cte = self.define(coalesced(given.query))
+            return cte if self.sql_mode else self.frame(cte)  # a program with lists runs on DataFrames
         return given.toDF(*[f"c{i}" for i in range(s.arity)])
 
     def seeds(self, name: str) -> list:

@@ -37,8 +37,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from .dedalus import CLOCK, MEMBER, NODE, Timed
+from ..bootstrap.syntax import Span
+from .dedalus import CLOCK, MEMBER, Timed, unknown_address
 
+# Where a diagnostic about the whole run points (Diagnostic.sort_key needs a span).
+NOWHERE = Span("<simulate>", 0, 0)
 TRACE_COLUMNS = ["seed", "step", "node", "kind", "relation", "tuple", "peer", "arrive"]
 COUNT_COLUMNS = ["seed", "node", "sent", "received", "derived", "busy_steps"]
 
@@ -68,7 +71,7 @@ class Delay:
                 return Delay("fixed", int(arg), int(arg))
         except ValueError:
             pass
-        raise EvitaError([Diagnostic("bad-delay", f"--delay {text}: not a delay distribution", None, text,
+        raise EvitaError([Diagnostic("bad-delay", f"--delay {text}: not a delay distribution", NOWHERE, text,
                                      "write uniform:LO-HI (1 <= LO <= HI), geometric:P (0 < P <= 1) or fixed:D")])
 
     def of(self, u: float) -> int:
@@ -141,7 +144,7 @@ class Simulation:
         for rel, rows in self.inputs.items():
             if rel not in timed.arity:
                 raise EvitaError([Diagnostic("unknown-input", f"input {rel}: the program has no relation {rel}",
-                                             None, rel, "name a relation the program reads")])
+                                             NOWHERE, rel, "name a relation the program reads")])
 
     # ------------------------------------------------------------ tables
 
@@ -156,24 +159,15 @@ class Simulation:
         return pd.DataFrame(cols)
 
     def _located(self, relation: str, values: tuple, everywhere: list) -> list:
-        loc = self._location(relation)
+        loc = self.t.location.get(relation)
         return [values[loc]] if loc is not None else everywhere
-
-    def _location(self, relation: str) -> Optional[int]:
-        for s in self.t.sends.values():
-            if s.relation == relation:
-                return s.location
-        for r in self.t.rules.values():
-            for a in (r.head,) + tuple(x for x in r.body if hasattr(x, "relation")):
-                if a.relation == relation and a.location is not None:
-                    return a.location
-        return None
 
     # ------------------------------------------------------------ the loop
 
     def run(self, steps: int = 100) -> Run:
         import time
 
+        import numpy as np
         import pandas as pd
 
         from .columnar import NoFixpoint, Unsupported, run_dataflow
@@ -196,6 +190,7 @@ class Simulation:
         carried: dict = {}
         pending: list = []  # (arrive, world, src, dst, relation, values)
         previous: dict = {}
+        kept: dict = {}  # relation -> the row keys of previous[relation]
         quiesced = {w: None for w in worlds}
         active = set(worlds)
         trace: list = []
@@ -249,9 +244,9 @@ class Simulation:
                 tables = run_dataflow(self.flow, inputs)
             except Unsupported as e:
                 raise EvitaError([Diagnostic("simulate-unsupported", f"the simulator cannot evaluate this "
-                                             f"program: {e}", None, "", "evita run --steps N runs it on Spark")])
+                                             f"program: {e}", NOWHERE, "", "evita run --steps N runs it on Spark")])
             except NoFixpoint:
-                raise EvitaError([Diagnostic("no-fixpoint", f"timestep {step} reached no fixpoint", None, "",
+                raise EvitaError([Diagnostic("no-fixpoint", f"timestep {step} reached no fixpoint", NOWHERE, "",
                                              "check the program's recursion")])
             node_steps += len(live) * len(up)
             # -- what holds now, what is new, what changed (per world)
@@ -262,11 +257,15 @@ class Simulation:
                     continue
                 n = t.arity.get(rel, t.arity.get(t.nexts.get(rel, ""), 0))
                 before = previous.get(rel)
-                new = _minus(cur, before)
-                gone = _minus(before, cur) if before is not None else None
+                keys = _row_keys(cur) if len(cur) else None
+                old = kept.get(rel) if before is not None and len(before) else None
+                new = cur if old is None or keys is None else cur[~np.isin(keys, old)]
+                gone = cur.iloc[0:0] if before is None or not len(before) else (
+                    before if keys is None else before[~np.isin(old, keys)])
                 for df in (new, gone):
-                    if df is not None and len(df):
+                    if len(df):
                         changed.update(df[f"c{n}"].tolist())
+                kept[rel] = keys
                 if rel in t.arity and len(new):
                     for (w, node), k in new.groupby([f"c{n}", f"c{n + 1}"]).size().items():
                         count(w, node, "derived", int(k))
@@ -288,11 +287,12 @@ class Simulation:
                     dst = values[send.location]
                     if dst not in self.nodes:
                         if send.relation in t.read:
-                            self._unknown(send, dst, values)
+                            raise unknown_address(send, dst, values, self.nodes)
                         arrive = step + self.delay.of(draw(w, "delay", logical(src), logical(dst), send.relation,
                                                             values))
                         trace.append((w, arrive, dst, "external", send.relation, values, src, arrive))
                         count(w, src, "sent")
+                        sent_worlds.add(w)
                         continue
                     if self.drop and draw(w, "drop", logical(src), logical(dst), send.relation, values) < self.drop:
                         continue
@@ -303,8 +303,11 @@ class Simulation:
                     sent_worlds.add(w)
             in_flight = {m[1] for m in pending}
             for w in live:
-                if (w not in changed and w not in in_flight and not t.uses_clock and step > last_input
-                        and not any(m[1] == w for m in now)):
+                # a world that sent anything now is not quiet (an external message is in
+                # no one's pending list: a node replying to a client at every step would
+                # otherwise quiesce while it goes on sending)
+                if (w not in changed and w not in in_flight and w not in sent_worlds and not t.uses_clock
+                        and step > last_input and not any(m[1] == w for m in now)):
                     quiesced[w] = step
                     active.discard(w)
             for rel, cur in previous.items():
@@ -313,7 +316,9 @@ class Simulation:
                     done = cur[~cur[f"c{n}"].isin(active)] if active else cur
                     if len(done):
                         states.setdefault(rel, []).append(done)
-                        previous[rel] = cur[cur[f"c{n}"].isin(active)]
+                        keep = (cur[f"c{n}"].isin(active)).to_numpy()
+                        previous[rel] = cur[keep]
+                        kept[rel] = kept[rel][keep] if kept.get(rel) is not None else None
             carried = {rel: df[df[f"c{t.arity[rel]}"].isin(active)] for rel, df in carried.items()}
         for rel, cur in previous.items():  # the worlds still running at the horizon
             if rel in t.arity and len(cur):
@@ -324,14 +329,6 @@ class Simulation:
                    quiesced, {rel: _state(states.get(rel, []), t.arity[rel]) for rel in t.arity},
                    time.perf_counter() - t0, node_steps)
 
-    def _unknown(self, send, dst, values):
-        from .dataflow import term_text  # noqa: F401  (the message's text below)
-
-        raise EvitaError([Diagnostic(
-            "unknown-address", f"rule {'/'.join(send.rules)} sends {send.relation}{values!r} to {dst!r}, an "
-            f"address no component has (nodes: {', '.join(map(str, self.nodes))})", send.spans[0],
-            send.relation, "send to a component's address, or add a component at that address")])
-
 
 def _worlds(df, n: int, active: set):
     return df[df[f"c{n}"].isin(active)]
@@ -341,32 +338,13 @@ def _up(df, n: int, up: list):
     return df[df[f"c{n + 1}"].isin(up)].reset_index(drop=True)
 
 
-def _minus(a, b):
-    """Rows of a that b does not hold."""
-    if a is None or not len(a):
-        return a.iloc[0:0] if a is not None else None
-    if b is None or not len(b):
-        return a
-    if len(a) == len(b) and a.equals(b):  # unchanged since the timestep before: no merge
-        return a.iloc[0:0]
-    if list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes):
-        # one 64-bit hash per row and a membership test instead of a merge (Paxos, 200 seeds:
-        # the run 30 s -> 22 s, the same trace); a false match needs a hash collision
-        import numpy as np
-        import pandas as pd
+def _row_keys(df):
+    import pandas as pd
 
-        hashed = pd.util.hash_pandas_object
-        try:
-            return a[~np.isin(hashed(a, index=False).to_numpy(), hashed(b, index=False).to_numpy())]
-        except (TypeError, ValueError):  # values pandas cannot hash: the merge below
-            pass
-    cols = list(a.columns)
     try:
-        hit = a.merge(b.drop_duplicates(), on=cols, how="left", indicator=True)
-    except (ValueError, TypeError):  # mixed dtypes: compare as text
-        sa, sb = a.astype(str), b.astype(str).drop_duplicates()
-        hit = sa.merge(sb, on=cols, how="left", indicator=True)
-    return a[(hit["_merge"] == "left_only").to_numpy()]
+        return pd.util.hash_pandas_object(df, index=False).to_numpy()
+    except TypeError:  # a column of tuples (a set or list aggregate): hash its text
+        return pd.util.hash_pandas_object(df.astype(str), index=False).to_numpy()
 
 
 def _trace(rows: list):
@@ -406,14 +384,15 @@ def compile_timed(path: str, spark=None, *, skip=(), stage_paths=(), only=None, 
 
     from ..bootstrap.cli import compile_file, parse_and_check
     from ..catalog.decode import decode
-    from .dedalus import is_dedalus, lower
+    from ..bootstrap.dedalus_checks import is_dedalus
+    from .dedalus import lower
 
     args = argparse.Namespace(program=str(path), stage_path=list(stage_paths), skip=list(skip), only=only,
                               choose=list(choose), max_iterations=1000, verbose=False)
     program = parse_and_check(str(path))
     if not is_dedalus(program):
         raise EvitaError([Diagnostic("not-dedalus", f"{path} has no @next or @async rule and no component: "
-                                     "nothing happens over time", None, "", "use evita run")])
+                                     "nothing happens over time", NOWHERE, "", "use evita run")])
     program, comp, _ = compile_file(args, spark=spark, program=program)
     return lower(decode(comp.final, program.name))
 
