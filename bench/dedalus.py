@@ -9,8 +9,9 @@ Per protocol of examples/protocols (compiled once, not timed):
 - 1 seed and --seeds seeds (all in one vectorized evaluation per timestep), delays
   uniform:1-5: timesteps per second (global timesteps of one run, and node-timesteps)
   and the ratio of --seeds seeds together against --seeds times one seed;
-- `evita run --steps` on Spark (`runtime/supersteps.py`) against the simulator at delay 1:
-  seconds per superstep vs per simulated timestep.
+- `evita run --steps` on Spark (`runtime/supersteps.py`) against the simulator at delay 1,
+  whole runs: seconds per superstep vs per simulated timestep, and the same trace
+  (asserted).
 Then --fan-seeds seeds of twopc: in this process, and split over --tasks Spark tasks.
 """
 from __future__ import annotations
@@ -61,6 +62,10 @@ def main() -> int:
             t0 = time.perf_counter()
             sim = Simulation(timed, [0], "fixed:1").run(args.steps)
             per_step = (time.perf_counter() - t0) / ((sim.quiesced[0] or args.steps) + 1)
+            key = ["step", "node", "kind", "relation", "tuple"]
+            assert sorted(map(tuple, on_spark.trace[key].astype(str).values.tolist())) == sorted(
+                map(tuple, sim.trace[key].astype(str).values.tolist())), f"{path.stem}: supersteps disagree"
+            assert on_spark.quiesced == sim.quiesced, f"{path.stem}: supersteps quiesce elsewhere"
             line += f" {per_superstep:12.2f} {per_step:11.3f} {per_superstep / per_step:9.0f}x"
         print(line, flush=True)
     timed = compiled["twopc"]

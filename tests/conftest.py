@@ -118,3 +118,17 @@ def compiled_plan(spark, program, **kw):
     check_program(program)
     comp = compile_program(spark, encode(program), program.name, **kw)
     return plan_catalog(comp.final, program.name)
+
+
+_TIMED: dict = {}
+
+
+def compiled_timed(spark, path):
+    """A Dedalus program compiled and lowered once per test run (tests/test_dedalus.py,
+    test_protocols.py and test_paxos.py share it): `runtime.simulate.compile_timed`."""
+    from evita.runtime.simulate import compile_timed
+
+    key = str(path)
+    if key not in _TIMED:
+        _TIMED[key] = compile_timed(key, spark)
+    return _TIMED[key]

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, compiled_timed
 
 PAXOS = EXAMPLES / "protocols" / "paxos.olg"
 SEEDS = range(200)
@@ -29,9 +29,7 @@ HORIZON = 60  # the proposers' clocks stop by then; a run ends when every seed h
 
 @pytest.fixture(scope="module")
 def timed(spark):
-    from evita.runtime.simulate import compile_timed
-
-    return compile_timed(str(PAXOS), spark)
+    return compiled_timed(spark, PAXOS)
 
 
 @pytest.fixture(scope="module")

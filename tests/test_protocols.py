@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, compiled_timed
 
 PROTOCOLS = EXAMPLES / "protocols"
 SEEDS = range(200)
@@ -20,9 +20,9 @@ DELAY = "uniform:1-5"
 
 
 def _simulate(spark, name: str, steps: int):
-    from evita.runtime.simulate import simulate
+    from evita.runtime.simulate import Simulation
 
-    return simulate(str(PROTOCOLS / name), seeds=SEEDS, steps=steps, delay=DELAY, spark=spark)
+    return Simulation(compiled_timed(spark, PROTOCOLS / name), SEEDS, DELAY).run(steps)
 
 
 def _events(res, kind: str, relation: str) -> list:
