@@ -229,21 +229,38 @@ def _block_end(stmts: tuple, start: int, name: str) -> int:
 def format_program(program: Program) -> str:
     """The canonical text of a program, one statement per line (components as blocks)."""
     declared = declared_columns(program)
-    out = []
     stmts = program.statements
+    names = {s.name for s in stmts if isinstance(s, Component)}
+    # A stage that moves a rule to another component (decouple) leaves its position
+    # alone: a member standing outside its block's run is printed at the block's end.
+    runs, strays = {}, {}
+    for i, s in enumerate(stmts):
+        if isinstance(s, Component):
+            runs[s.name] = (i, _block_end(stmts, i, s.name))
+    for i, s in enumerate(stmts):
+        if isinstance(s, (Rule, Fact)) and s.component in names:
+            start, end = runs[s.component]
+            if not start < i < end:
+                strays.setdefault(s.component, []).append(i)
+    skip = {i for ids in strays.values() for i in ids}
+    out = []
     i = 0
     while i < len(stmts):
         s = stmts[i]
         if isinstance(s, Component):
-            end = _block_end(stmts, i, s.name)
+            end = runs[s.name][1]
             out.append(_component_header(s))
-            out += [format_statement(t, declared, INDENT) for t in stmts[i + 1:end]]
+            out += [format_statement(t, declared, INDENT) for j, t in enumerate(stmts[i + 1:end], i + 1)
+                    if j not in skip]
+            out += [format_statement(stmts[j], declared, INDENT) for j in strays.get(s.name, ())]
             out.append("}")
             i = end
             continue
+        if i in skip:
+            i += 1
+            continue
         if isinstance(s, (Rule, Fact)) and s.component is not None:
-            # A member outside its block (only rows edited by hand get here): reopening the
-            # block would add a second component, so say where it belongs in a comment.
+            # A member of no component (only rows edited by hand get here).
             out.append(f"// component {s.component}")
         out.append(format_statement(s, declared))
         i += 1

@@ -1,0 +1,194 @@
+"""stages/decouple.dl, checked by running: every rewrite is simulated against the program
+as written over 200 seeds with coupled delays (a message's delay is drawn from its
+logical source, destination and content, so `leader:1/2` draws as `leader:1`), and the
+oracle is the one the report's proof gives (TR App. A; research notes §4):
+
+- mutually independent: the same outputs at the same timesteps;
+- functional: the same outputs, none earlier than in the original;
+- monotonic: the same outputs once both have quiesced (or, for programs whose
+  requests are facts, over the horizon).
+
+Directives that break a precondition are refused with a diagnostic at the rule, and the
+catalog stays as it was. The stage's case file (tests/fixtures/stages/decouple.dl) holds
+the expected program texts.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from evita.runtime.simulate import Simulation, compile_timed, logical
+
+from conftest import EXAMPLES, FIXTURES, compiled_timed
+
+CASES = FIXTURES / "decouple"
+PROTOCOLS = EXAMPLES / "protocols"
+SEEDS = range(200)
+DELAY = "uniform:1-5"
+SHOWN = ("external", "output")  # what a program shows: messages leaving it, new query answers
+
+
+def _logical(v):
+    return logical(v) if isinstance(v, str) else v
+
+
+def _shown(run) -> set:
+    """(seed, step, kind, logical node, relation, logical tuple) of every output."""
+    t = run.trace[run.trace["kind"].isin(SHOWN)]
+    return {(int(r.seed), int(r.step), r.kind, _logical(r.node), r.relation, tuple(map(_logical, r.tuple)))
+            for r in t.itertuples(index=False)}
+
+
+def _both(spark, path, steps: int, **compiled):
+    """(original run, decoupled run) over the same seeds and delays."""
+    original = compile_timed(str(path), spark, skip=("decouple",))
+    decoupled = compiled.get("timed") or compile_timed(str(path), spark)
+    assert set(decoupled.components) != set(original.components), f"decouple left {path.name} whole: nothing to compare"
+    runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, decoupled)]
+    # the research notes' programs hold their requests as facts, which hold at every
+    # timestep: they never quiesce, and are compared over the horizon
+    assert [run.late for run in runs] in ([[], []], [list(SEEDS), list(SEEDS)]), "one quiesced, the other not"
+    return runs
+
+
+def _first(events: set) -> dict:
+    """(seed, kind, node, relation, tuple) -> the first step it was shown at."""
+    out = {}
+    for seed, step, *rest in sorted(events):
+        out.setdefault((seed, *rest), step)
+    return out
+
+
+# ---------------------------------------------------------------- the three oracles
+
+@pytest.mark.parametrize("path", [CASES / "independent.olg", PROTOCOLS / "voting.olg", PROTOCOLS / "twopc.olg",
+                                  PROTOCOLS / "hashset.olg"], ids=lambda p: p.name)
+def test_mutually_independent_halves_show_the_same_outputs_at_the_same_steps(spark, path):
+    timed = compiled_timed(spark, path) if path.parent == PROTOCOLS else None
+    original, decoupled = _both(spark, path, 30 if path.parent == CASES else 60, timed=timed)
+    want, have = _shown(original), _shown(decoupled)
+    assert want, "the original shows nothing: the check would show nothing"
+    assert have == want, (f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}")
+
+
+def test_a_functional_half_shows_the_same_outputs_none_earlier(spark):
+    original, decoupled = _both(spark, CASES / "functional.olg", 30)
+    want, have = _first(_shown(original)), _first(_shown(decoupled))
+    assert want and set(have) == set(want)
+    earlier = [(k, want[k], have[k]) for k in want if have[k] < want[k]]
+    assert not earlier, f"shown earlier than in the original (event, original step, decoupled step): {earlier[:5]}"
+    assert any(have[k] > want[k] for k in want), "the forwarding hop costs no time: the check would show nothing"
+
+
+def test_a_monotonic_half_shows_the_same_outputs_at_quiescence(spark):
+    original, decoupled = _both(spark, CASES / "monotonic.olg", 30)
+
+    def outcome(run):
+        return {(seed, kind, node, rel, tup) for seed, _, kind, node, rel, tup in _shown(run) if kind == "external"}
+
+    assert outcome(original) and outcome(decoupled) == outcome(original)
+
+
+# ---------------------------------------------------------------- what the split is
+
+def test_voting_is_split_as_the_paper_splits_it_by_hand(spark):
+    """TR §5.2: the leader's vote collectors decouple from its broadcaster (MI); the
+    participants' votes are redirected to the collector."""
+    timed = compiled_timed(spark, PROTOCOLS / "voting.olg")
+    members = defaultdict(set)
+    for label, rule in timed.rules.items():
+        members[rule.component].add(label)
+    assert members["leader"] == {"l1", "l2", "l3"}
+    assert members["leader_2"] == {f"l{i}" for i in range(4, 11)}
+    assert list(timed.components["leader_2"]) == ["leader:1/2"]
+
+
+# ---------------------------------------------------------------- refused directives
+
+REFUSED = [  # (directive, code, rule, words) on tests/fixtures/decouple/independent.olg
+    ('decouple::independent("leader", "c4")', "mi-shared", "c4", "which half 1 of leader reads too"),
+    ('decouple::independent("leader", "c3")', "mi-output", "c3", "which half 1 of leader derives"),
+    ('decouple::functional("leader", "c3")', "functional", "c3", "an aggregate"),
+    ('decouple::functional("leader", "c4")', "functional", "c4", "joins 2 derived relations"),
+    ('decouple::monotonic("leader", "c3")', "monotonic", "c3", "not monotonic"),
+    ('decouple::monotonic("leader", "c4")', "monotonic", "c4", "numAcks, which is not persisted in half 1"),
+    ('decouple::monotonic("leader", "c4")', "not-independent", "c4", "half 1 would wait for half 2"),
+    ('decouple::independent("leader", "c9")', "decouple-directive", None, "no rule c9 in component leader"),
+    ('decouple::independent("leader", "c5").\ndecouple::monotonic("leader", "c4")', "decouple-directive", None,
+     "directives of two kinds"),
+]
+
+
+def _evita(capsys, *args) -> tuple:
+    """`evita ARGS` in this process (this run's SparkSession): (exit code, what it printed)."""
+    from evita.bootstrap.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    seen = capsys.readouterr()
+    return code, seen.out + seen.err
+
+
+@pytest.mark.parametrize("directive,code,rule,words", REFUSED, ids=[f"{c}-{w[:20]}" for _, c, _, w in REFUSED])
+def test_a_directive_that_breaks_a_precondition_is_refused_at_the_rule(spark, tmp_path, directive, code, rule, words):
+    from evita.bootstrap.cli import compile_file, parse_and_check
+    import argparse
+
+    text = directive + ".\n" + (CASES / "independent.olg").read_text()
+    path = tmp_path / "refused.olg"
+    path.write_text(text)
+    args = argparse.Namespace(program=str(path), stage_path=[], skip=[], only=None, choose=[], max_iterations=1000,
+                              verbose=False)
+    with pytest.raises(Exception) as e:
+        compile_file(args, spark=spark, program=parse_and_check(str(path)))
+    shown = str(e.value)
+    assert f"error[{code}]" in shown, shown
+    if rule:
+        assert f"rule {rule}" in shown and f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
+    assert words in shown, shown
+
+
+def test_entangled_and_client_input_rules_are_refused_and_never_moved_automatically(spark, tmp_path, capsys):
+    text = """
+component leader @ "leader:1" {
+    b1 seen(@L, X) :- request(@L, X).
+    c1 stamped(@L, X, L) :- ack(@L, X).
+    c2 out(@"client:1", X, W)@async :- stamped(@L, X, W).
+}
+component replica @ "r1" {
+    p1 ack(@"leader:1", X)@async :- vote(@R, X).
+    vote(@"r1", 5).
+}
+"""
+    path = tmp_path / "pinned.olg"
+    path.write_text(text)
+    assert set(compile_timed(str(path), spark).components) == {"leader", "replica"}  # both groups pinned
+    for directive, code in (('decouple::independent("leader", "c1")', "entangled"),
+                            ('decouple::independent("leader", "b1")', "client-input")):
+        path.write_text(directive + ".\n" + text)
+        code_, shown = _evita(capsys, "compile", path)
+        assert code_ != 0 and f"error[{code}]" in shown and "Traceback" not in shown, shown
+
+
+def test_a_refused_directive_leaves_the_stored_catalog_as_it_was(spark, tmp_path, capsys):
+    path = tmp_path / "kept.olg"
+    path.write_text((CASES / "independent.olg").read_text())
+    assert _evita(capsys, "compile", path)[0] == 0
+    path.write_text('decouple::monotonic("leader", "c4").\n' + (CASES / "independent.olg").read_text())
+    code, shown = _evita(capsys, "compile", path)
+    assert code != 0 and "error[monotonic]" in shown and "Traceback" not in shown, shown
+    code, shown = _evita(capsys, "print", "kept")
+    assert code == 0 and "component leader_2" in shown, shown
+
+
+# ---------------------------------------------------------------- explain
+
+def test_explain_shows_the_split_its_checks_and_the_messages(spark, tmp_path, capsys):
+    dot = tmp_path / "split.dot"
+    code, text = _evita(capsys, "explain", CASES / "monotonic.olg", "--stage", "decouple", "--dot", dot)
+    assert code == 0, text
+    assert "leader: split by decouple::monotonic" in text
+    assert "checked: what they read of half 1 is persisted there" in text
+    assert "leader_2 at leader:1/2" in text and "forwards acks as acks_2" in text
+    assert dot.read_text().startswith("digraph")
