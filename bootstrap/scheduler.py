@@ -178,7 +178,14 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         completed.append(name)
         name = comp.versions[-1].next_stage
     comp.notes = left_out_with_work(stages, disabled, comp.versions[-1], program_id, evaluator)
+    comp.notes += [f"stage {v.stage} rewrote this program: {stages[v.stage].if_applied}"
+                   for before, v in zip(comp.versions, comp.versions[1:])
+                   if v.stage in stages and stages[v.stage].if_applied and not v.skipped and _changed(before.rows, v.rows)]
     return comp
+
+
+def _changed(before: CatalogRows, after: CatalogRows) -> bool:
+    return any(set(before.get(t, ())) != set(after.get(t, ())) for t in set(before) | set(after))
 
 
 def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, evaluator: str) -> list:

@@ -45,6 +45,9 @@ LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
 # `if_left_out("...")`: what a program loses when this stage is left out although its
 # trigger finds work (the scheduler's note says it).
 LEFT_OUT = "if_left_out"
+# `if_applied("...")`: what a user should know when this stage changed the program (its
+# answers name new addresses, say): the scheduler's note says it.
+APPLIED = "if_applied"
 # `ensures("located")`: an invariant the stage establishes, `catalog/located.dl`: checked
 # with the catalog's integrity after this stage and every later one.
 ENSURES = "ensures"
@@ -69,6 +72,7 @@ class StageFile:
     origin: str  # "built-in" or the --stage-path directory
     trigger: Optional[S.Program] = None  # what stage::applies depends on; None: the stage always runs
     if_left_out: str = ""  # the stage's own words for what is lost without it
+    if_applied: str = ""  # the stage's own words for what changed when it rewrote a program
     ensures: tuple = ()  # invariants (catalog/NAME.dl) it establishes, checked from now on
 
 
@@ -150,14 +154,17 @@ _stage_files: dict = {}
 def _split_stage(program: S.Program, path: Path, origin: str) -> "StageFile":
     facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
     lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
+    applied = tuple(f for f in program.facts if f.atom.relation == APPLIED)
     ensures = tuple(f for f in program.facts if f.atom.relation == ENSURES)
     trigger = slice_for(program, APPLIES)
     # The trigger is asked before the stage runs; the stage itself need not derive it.
     rest = tuple(s for s in program.statements if s not in facts and s not in lost and s not in ensures
+                 and s not in applied
                  and not (isinstance(s, S.Rule) and s.head.relation == APPLIES))
     return StageFile(path.stem, path, replace(program, statements=rest), facts, origin, trigger,
                      " ".join(str(a.value) for f in lost for a in f.atom.args),
-                     tuple(invariant(f) for f in ensures))
+                     ensures=tuple(invariant(f) for f in ensures),
+                     if_applied=" ".join(str(a.value) for f in applied for a in f.atom.args))
 
 
 def invariant(fact: S.Fact) -> str:
