@@ -1,0 +1,154 @@
+"""Throughput of the protocols before and after the decouple/partition stages, modeled
+(seed 000 §5; research notes §5): a model, not a measurement of Spark or of a network.
+
+    .venv/bin/python bench/protocols.py              # ~2 min on the shared 2-core machine
+    .venv/bin/python bench/protocols.py --seeds 5    # smoke run
+
+For each protocol of examples/protocols, each deployment (as written; as the stages
+rewrite it by default; with directives where the paper chose by hand) runs in the
+simulator over --seeds seeds (delays uniform:1-5) to quiescence. Per node and per
+committed request it counts client messages (requests in, replies out), internal
+messages (in + out) and new derivations.
+
+The model (a bottleneck bound): a node's service demand per request is
+    D_n = a * client messages + b * internal messages + c * derivations
+and the throughput bound is X = 1 / max_n D_n. The unit costs a, b, c (>= 0) are fitted
+so that the original deployments reach the paper's measured base throughputs (voting
+100k/s, 2PC 30k/s, Paxos 50k/s; TR §5.2); the rewritten deployments' factors
+X_after / X_before are then predictions, printed next to the paper's (voting 2.5x at
+26 machines, 2PC 5.3x at 46, Paxos 3x at 29). Log flushes and the cost of a rule's
+joins are not in the model.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROTOCOLS = REPO / "examples" / "protocols"
+
+# protocol -> (base throughput per second (TR §5.2), paper's factor, machines after, the
+# relation holding the client requests, horizon)
+PAPER = {
+    "voting": (100_000, 2.5, 26, "request", 80),
+    "twopc": (30_000, 5.3, 46, "txn", 80),
+    "paxos": (50_000, 3.0, 29, "clientIn", 160),
+}
+# deployment name -> (stages skipped, directive facts prepended to the program)
+DEPLOYMENTS = {
+    "voting": [
+        ("as written", ("decouple", "partition"), ""),
+        ("decouple (automatic)", ("partition",), ""),
+    ],
+    "twopc": [
+        ("as written", ("decouple", "partition"), ""),
+        ("decouple (automatic)", ("partition",), ""),
+    ],
+    "paxos": [
+        ("as written", ("decouple", "partition"), ""),
+    ],
+}
+
+
+def deployment(spark, protocol: str, skip: tuple, directives: str):
+    from evita.bootstrap.stage import find_stages
+    from evita.runtime.simulate import compile_timed
+
+    known = set(find_stages([]))
+    skip = tuple(s for s in skip if s in known)
+    path = PROTOCOLS / f"{protocol}.olg"
+    if not directives:
+        return compile_timed(str(path), spark, skip=skip)
+    with tempfile.TemporaryDirectory() as d:
+        copy = Path(d) / path.name
+        copy.write_text(directives + "\n" + path.read_text())
+        return compile_timed(str(copy), spark, skip=skip)
+
+
+def demands(timed, seeds: int, steps: int, requests_relation: str) -> dict:
+    """node -> (client messages, internal messages, derivations) per committed request,
+    averaged over the seeds."""
+    from evita.runtime.simulate import Simulation
+
+    run = Simulation(timed, range(seeds), "uniform:1-5").run(steps)
+    late = run.late
+    if late:
+        raise SystemExit(f"{timed.name}: seeds {late[:5]} did not quiesce within {steps} steps")
+    requests = [node for rel, node, _ in timed.facts if rel == requests_relation]
+    per_node_requests = {n: requests.count(n) for n in set(requests)}
+    committed = max(per_node_requests.values())  # every node holding requests holds them all
+    t = run.trace
+    external = t[t["kind"] == "external"].groupby(["seed", "peer"]).size()
+    out = {}
+    for node, rows in run.counts.groupby("node"):
+        replies = sum(external.get((s, node), 0) for s in range(seeds)) / seeds
+        client = per_node_requests.get(node, 0) + replies
+        internal = rows["sent"].mean() + rows["received"].mean() - replies
+        out[node] = (client / committed, internal / committed, rows["derived"].mean() / committed)
+    return out
+
+
+def bottleneck(nodes: dict, cost) -> tuple:
+    """(max demand, the node with it) under unit costs (a, b, c)."""
+    return max((sum(k * v for k, v in zip(cost, counts)), node) for node, counts in nodes.items())
+
+
+def fit(bases: dict) -> tuple:
+    """Unit costs (a, b, c) >= 0, in seconds, that bring each original deployment's
+    bottleneck demand closest (relative squared error) to 1 / its base throughput: a
+    grid over the cost ratios, then the scale in closed form."""
+    best = None
+    grid = [0.0] + [2 ** (k / 2) for k in range(-12, 13)]
+    for ra, rc in itertools.product(grid, grid):  # a = ra * b, c = rc * b
+        cost = (ra, 1.0, rc)
+        d = {p: bottleneck(nodes, cost)[0] for p, (nodes, _) in bases.items()}
+        target = {p: 1.0 / x for p, (_, x) in bases.items()}
+        # scale s minimizing sum ((s d - t) / t)^2
+        s = sum(d[p] / target[p] for p in d) / sum((d[p] / target[p]) ** 2 for p in d)
+        err = sum(((s * d[p] - target[p]) / target[p]) ** 2 for p in d)
+        if best is None or err < best[0]:
+            best = (err, tuple(s * k for k in cost))
+    return best[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    args = ap.parse_args()
+
+    from evita.runtime.session import spark_session
+
+    spark = spark_session()
+    spark.sparkContext.setLogLevel("ERROR")
+    measured = {}
+    for protocol, deps in DEPLOYMENTS.items():
+        base, factor, machines, requests, steps = PAPER[protocol]
+        for name, skip, directives in deps:
+            timed = deployment(spark, protocol, skip, directives)
+            measured[protocol, name] = demands(timed, args.seeds, steps, requests)
+    bases = {p: (measured[p, "as written"], PAPER[p][0]) for p in DEPLOYMENTS}
+    cost = fit(bases)
+    print(f"unit costs fitted on the base throughputs: client message {cost[0] * 1e6:.2f} us, "
+          f"internal message {cost[1] * 1e6:.2f} us, derivation {cost[2] * 1e6:.2f} us")
+    print()
+    print("| protocol | deployment | nodes | bottleneck | its client / internal msgs / derivations per request "
+          "| demand (us) | bound (req/s) | factor | paper |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for protocol, deps in DEPLOYMENTS.items():
+        base, factor, machines, _, _ = PAPER[protocol]
+        d0 = bottleneck(measured[protocol, "as written"], cost)[0]
+        for name, _, _ in deps:
+            nodes = measured[protocol, name]
+            d, node = bottleneck(nodes, cost)
+            c = nodes[node]
+            paper = f"{base / 1000:.0f}k/s" if name == "as written" else f"{factor}x at {machines}"
+            print(f"| {protocol} | {name} | {len(nodes)} | {node} | {c[0]:.1f} / {c[1]:.1f} / {c[2]:.1f} | "
+                  f"{d * 1e6:.1f} | {1 / d:,.0f} | {d0 / d:.2f}x | {paper} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
