@@ -285,18 +285,21 @@ class Simulation:
                 for row in out.itertuples(index=False, name=None):
                     values, w, src = tuple(row[:n]), row[n], row[n + 1]
                     dst = values[send.location]
+                    # the message's logical content: addresses in it (its own location
+                    # first) count as their logical node, like its source and destination
+                    content = tuple(logical(v) if isinstance(v, str) else v for v in values)
                     if dst not in self.nodes:
                         if send.relation in t.read:
                             raise unknown_address(send, dst, values, self.nodes)
                         arrive = step + self.delay.of(draw(w, "delay", logical(src), logical(dst), send.relation,
-                                                            values))
+                                                            content))
                         trace.append((w, arrive, dst, "external", send.relation, values, src, arrive))
                         count(w, src, "sent")
                         sent_worlds.add(w)
                         continue
-                    if self.drop and draw(w, "drop", logical(src), logical(dst), send.relation, values) < self.drop:
+                    if self.drop and draw(w, "drop", logical(src), logical(dst), send.relation, content) < self.drop:
                         continue
-                    arrive = step + self.delay.of(draw(w, "delay", logical(src), logical(dst), send.relation, values))
+                    arrive = step + self.delay.of(draw(w, "delay", logical(src), logical(dst), send.relation, content))
                     pending.append((arrive, w, src, dst, send.relation, values))
                     trace.append((w, step, src, "send", send.relation, values, dst, arrive))
                     count(w, src, "sent")
