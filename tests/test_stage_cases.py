@@ -380,6 +380,12 @@ def user_answers(original: S.Program, program: S.Program, inputs: dict) -> dict:
     answers = {format_statement(q): {t for t in db.get(q.atom.relation, ())
                                       if oracle._match(q.atom.args, t, {}) is not None} for q in queries}
     answers.update({name: set(db.get(name, ())) for name in outputs})
+    if any(isinstance(s, S.Component) for s in original.statements):
+        # decouple and partition move a component's work to A/2 or A#1: the same node A
+        from evita.runtime.simulate import logical
+
+        answers = {name: {tuple(logical(v) if isinstance(v, str) else v for v in t) for t in rows}
+                   for name, rows in answers.items()}
     return answers
 
 
