@@ -1,0 +1,164 @@
+"""stages/partition.dl, checked by running: the co-hashed program is simulated against the
+program as written over 200 seeds with coupled delays (a message's delay is drawn from
+its logical source, destination and content, so `coll:1#1` draws as `coll:1`), and the
+oracle is the one of the TR's proof (parallel disjoint correctness, B.1.2; research
+notes §4): the same outputs at the same timesteps.
+
+Directives the co-hashing check refuses fail with a diagnostic naming the rule, and the
+stored catalog stays as it was. The expected program texts are in the stage's case file
+(tests/fixtures/stages/partition.dl).
+"""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from evita.runtime.simulate import Simulation, compile_timed, logical
+from evita.runtime.xxhash import xxhash64
+
+from conftest import FIXTURES
+
+COHASH = FIXTURES / "partition" / "cohash.olg"
+SEEDS = range(200)
+DELAY = "uniform:1-5"
+STEPS = 14  # the votes are facts (they hold at every step): compared over a horizon
+SHOWN = ("external", "output")
+
+
+def _logical(v):
+    return logical(v) if isinstance(v, str) else v
+
+
+def _shown(run) -> set:
+    """(seed, step, kind, logical node, logical peer, relation, logical tuple) of every output."""
+    t = run.trace[run.trace["kind"].isin(SHOWN)]
+    return {(int(r.seed), int(r.step), r.kind, _logical(r.node), _logical(r.peer), r.relation,
+             tuple(map(_logical, r.tuple))) for r in t.itertuples(index=False)}
+
+
+@pytest.fixture(scope="module")
+def timed(spark):
+    """(as written, partitioned) tick programs of the cohash program."""
+    return compile_timed(str(COHASH), spark, skip=("partition",)), compile_timed(str(COHASH), spark)
+
+
+def test_cohashed_collector_shows_the_same_outputs_at_the_same_steps(timed):
+    original, partitioned = timed
+    assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
+    assert list(original.components["collector"]) == ["coll:1"]
+    runs = [Simulation(t, SEEDS, DELAY).run(STEPS) for t in timed]
+    want, have = _shown(runs[0]), _shown(runs[1])
+    assert len({seed for seed, *_ in want}) == len(SEEDS), "some seed shows nothing: the check would show nothing"
+    assert have == want, f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}"
+    # and the work is split: each partition commits some ids, none commits them all
+    done = runs[1].final("committed")
+    per_node = done.groupby("node")["c1"].apply(set).to_dict()
+    assert set(per_node) == {"coll:1#0", "coll:1#1"} and not per_node["coll:1#0"] & per_node["coll:1#1"], per_node
+    # at the partition Spark's hash names: abs(xxhash64(Id) % 2), % keeping the dividend's sign
+    for node, ids in per_node.items():
+        assert {f"coll:1#{abs(_java_mod(xxhash64(i), 2))}" for i in ids} == {node}
+
+
+def _java_mod(a: int, n: int) -> int:
+    return (abs(a) % n) * (1 if a >= 0 else -1)
+
+
+def test_the_collectors_facts_land_at_both_partitions_and_the_directives_are_gone(timed):
+    _, partitioned = timed
+    facts = sorted((rel, node) for rel, node, _ in partitioned.facts if rel == "numReplicas")
+    assert facts == [("numReplicas", "coll:1#0"), ("numReplicas", "coll:1#1")]
+    assert not [rel for rel, _, _ in partitioned.facts if rel.startswith("partition::")]
+    original, _ = timed
+    assert [rel for rel, _, _ in original.facts if rel.startswith("partition::")], "left out, they stay facts"
+
+
+def _compile(spark, path):
+    from evita.bootstrap.cli import compile_file, parse_and_check
+
+    args = argparse.Namespace(program=str(path), stage_path=[], skip=[], only=None, choose=[], max_iterations=1000,
+                              verbose=False)
+    return compile_file(args, spark=spark, program=parse_and_check(str(path)))
+
+
+def _evita(capsys, *args) -> tuple:
+    """`evita ARGS` in this process (this run's SparkSession): (exit code, what it printed)."""
+    from evita.bootstrap.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    seen = capsys.readouterr()
+    return code, seen.out + seen.err
+
+
+ENTANGLED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 stamped(@L, X, L) :- ack(@L, X).
+    c2 out(@"client:1", X, W)@async :- stamped(@L, X, W).
+}
+"""
+CLIENT = """
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- request(@L, X).
+    c2 out(@"client:1", X)@async :- seen(@L, X).
+}
+"""
+SHARED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+    p2 ack(@"audit:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+}
+component audit @ "audit:1" {
+    a1 logged(@L, X) :- ack(@L, X).
+}
+"""
+REFUSED = [  # (program text, directive, code, rule, words)
+    (None, 'partition::key("collector", "ack", 1)', "partition-key", "c3",
+     "relation numAcks has no column in key class ack.1"),
+    (None, 'partition::key("collector", "ack", 0)', "partition-key", None, "column 0 of ack is no key candidate"),
+    (ENTANGLED, None, "entangled", "c1", "uses its location L as data"),
+    (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
+    (SHARED, None, "shared-message", "a1", "reads ack too"),
+]
+
+
+@pytest.mark.parametrize("text,directive,code,rule,words", REFUSED, ids=[f"{c}-{w[:24]}" for *_, c, _, w in REFUSED])
+def test_a_directive_the_check_refuses_fails_at_the_rule(spark, tmp_path, text, directive, code, rule, words):
+    text = (COHASH.read_text() if text is None else 'partition::count("collector", 2).\n' + text)
+    path = tmp_path / "refused.olg"
+    path.write_text((directive + ".\n" if directive else "") + text)
+    with pytest.raises(Exception) as e:
+        _compile(spark, path)
+    shown = str(e.value)
+    assert f"error[{code}]" in shown, shown
+    if rule:
+        assert f"rule {rule}" in shown and f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
+    assert words in shown, shown
+
+
+def test_the_named_key_and_the_only_valid_class_are_the_same_rewrite(spark, tmp_path):
+    path = tmp_path / "named.olg"
+    path.write_text('partition::key("collector", "acks", 2).\n' + COHASH.read_text())
+    named = compile_timed(str(path), spark)
+    automatic = compile_timed(str(COHASH), spark)
+    assert named.components == automatic.components
+    assert sorted(named.facts) == sorted(automatic.facts)
+
+
+def test_a_refused_directive_leaves_the_stored_catalog_as_it_was(spark, tmp_path, capsys):
+    path = tmp_path / "kept.olg"
+    path.write_text(COHASH.read_text())
+    assert _evita(capsys, "compile", path)[0] == 0
+    path.write_text('partition::key("collector", "ack", 1).\n' + COHASH.read_text())
+    code, shown = _evita(capsys, "compile", path)
+    assert code != 0 and "error[partition-key]" in shown and "Traceback" not in shown, shown
+    code, shown = _evita(capsys, "print", "kept")
+    assert code == 0 and '"coll:1#0", "coll:1#1"' in shown and "hash(Id) % 2" in shown, shown
