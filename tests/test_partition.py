@@ -120,13 +120,34 @@ component audit @ "audit:1" {
     a1 logged(@L, X) :- ack(@L, X).
 }
 """
+COMPUTED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@cat("coll", ":1"), X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+}
+"""
+SELF = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+    c2 ack(@L, X + 1)@async :- seen(@L, X), X < 7.
+}
+"""
 REFUSED = [  # (program text, directive, code, rule, words)
     (None, 'partition::key("collector", "ack", 1)', "partition-key", "c3",
      "relation numAcks has no column in key class ack.1"),
     (None, 'partition::key("collector", "ack", 0)', "partition-key", None, "column 0 of ack is no key candidate"),
     (ENTANGLED, None, "entangled", "c1", "uses its location L as data"),
     (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
-    (SHARED, None, "shared-message", "a1", "reads ack too"),
+    (SHARED, None, "shared-message", "a1", "reads ack outside collector"),
+    (COMPUTED, None, "not supported yet", "p1", "the destination or key of its ack message is expr"),
+    (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
 ]
 
 
