@@ -183,3 +183,22 @@ def test_a_refused_directive_leaves_the_stored_catalog_as_it_was(spark, tmp_path
     assert code != 0 and "error[partition-key]" in shown and "Traceback" not in shown, shown
     code, shown = _evita(capsys, "print", "kept")
     assert code == 0 and '"coll:1#0", "coll:1#1"' in shown and "hash(Id) % 2" in shown, shown
+
+
+def test_the_stage_derives_the_same_in_process_as_on_spark(spark):
+    """Compiling a small program runs the stage in process (columnar backend); a large
+    catalog runs it on Spark as one-row statements. Both agree (test_onerow holds the
+    one-row evaluator equal to the engine on the examples)."""
+    from evita.bootstrap import stage as st
+    from evita.bootstrap.parser import parse_file
+    from evita.catalog.encode import encode
+
+    from conftest import stages
+
+    program = parse_file(COHASH)
+    rows = encode(program)
+    outs = [st.run_stage(spark, stages()["partition"], rows, program.name, evaluator=e)
+            for e in ("in-process", "one-row")]
+    got = [(o.inserts, o.deletes, o.updates, o.copies, o.term_copies) for o in outs]
+    assert got[0] == got[1]
+    assert outs[0].inserts and outs[0].updates
