@@ -60,7 +60,7 @@ SMALL_ROWS = 200_000
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
-               "hash")
+               "hash", "upper", "lower")
 _CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
@@ -491,6 +491,8 @@ _TEXT_FUNCTIONS = {
     "log": _ln,
     "exp": _exp,
     "hash": _xxhash64,
+    "upper": lambda s: None if s is None else _spark_text(s).upper(),
+    "lower": lambda s: None if s is None else _spark_text(s).lower(),
 }
 
 

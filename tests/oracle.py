@@ -328,6 +328,8 @@ def _eval(t, env):
             return ":".join(_text(a) for a in args)
         if name == "abs":
             return abs(args[0])
+        if name in ("upper", "lower"):
+            return None if args[0] is None else getattr(str(args[0]), name)()
         if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
             from evita.runtime.xxhash import xxhash64
 

@@ -37,22 +37,37 @@ def _shown(run) -> set:
              tuple(map(_logical, r.tuple))) for r in t.itertuples(index=False)}
 
 
+FD = FIXTURES / "partition" / "fd.olg"
+_TIMED: dict = {}
+
+
+def _timed(spark, path) -> tuple:
+    """(as written, partitioned) tick programs of a program, compiled once per run."""
+    if path not in _TIMED:
+        _TIMED[path] = (compile_timed(str(path), spark, skip=("partition",)), compile_timed(str(path), spark))
+    return _TIMED[path]
+
+
 @pytest.fixture(scope="module")
 def timed(spark):
-    """(as written, partitioned) tick programs of the cohash program."""
-    return compile_timed(str(COHASH), spark, skip=("partition",)), compile_timed(str(COHASH), spark)
+    return _timed(spark, COHASH)
 
 
-def test_cohashed_collector_shows_the_same_outputs_at_the_same_steps(timed):
-    original, partitioned = timed
-    assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
-    assert list(original.components["collector"]) == ["coll:1"]
-    runs = [Simulation(t, SEEDS, DELAY).run(STEPS) for t in timed]
+@pytest.mark.parametrize("path,component", [(COHASH, "collector"), (FD, "node")], ids=["cohash", "fd"])
+def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, path, component):
+    original, partitioned = _timed(spark, path)
+    assert len(partitioned.components[component]) == 2 * len(original.components[component])
+    runs = [Simulation(t, SEEDS, DELAY).run(STEPS) for t in (original, partitioned)]
     want, have = _shown(runs[0]), _shown(runs[1])
     assert len({seed for seed, *_ in want}) == len(SEEDS), "some seed shows nothing: the check would show nothing"
     assert have == want, f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}"
-    # and the work is split: each partition commits some ids, none commits them all
-    done = runs[1].final("committed")
+
+
+def test_each_partition_commits_the_ids_its_hash_names(timed):
+    original, partitioned = timed
+    assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
+    assert list(original.components["collector"]) == ["coll:1"]
+    done = Simulation(partitioned, SEEDS, DELAY).run(STEPS).final("committed")
     per_node = done.groupby("node")["c1"].apply(set).to_dict()
     assert set(per_node) == {"coll:1#0", "coll:1#1"} and not per_node["coll:1#0"] & per_node["coll:1#1"], per_node
     # at the partition Spark's hash names: abs(xxhash64(Id) % 2), % keeping the dividend's sign
