@@ -53,6 +53,18 @@ def test_stage_derives_the_same_rows_as_on_the_engine(spark, stage, path):
         (engine.inserts, engine.deletes, engine.updates, engine.copies, engine.term_copies)
 
 
+@pytest.mark.parametrize("path", sorted((FIXTURES / "partition").glob("*.olg")), ids=lambda p: p.name)
+def test_partition_derives_the_same_in_process_as_in_one_statement(spark, path):
+    """A directive's rewrite (the examples hold none): compiling a small program runs the
+    stage in process (columnar backend), a large catalog as one Spark statement."""
+    program = parse_file(path)
+    rows = encode(program)
+    outs = [st.run_stage(spark, stages()["partition"], rows, program.name, evaluator=e)
+            for e in ("in-process", "one-row")]
+    got = [(o.inserts, o.deletes, o.updates, o.copies, o.term_copies) for o in outs]
+    assert got[0] == got[1] and outs[0].inserts and outs[0].updates
+
+
 LARGEST = sorted(STAGE_FILES, key=lambda p: -len(p.read_text()))[:2]
 
 

@@ -10,11 +10,9 @@ stored catalog stays as it was. The expected program texts are in the stage's ca
 """
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
-from evita.runtime.simulate import Simulation, compile_timed, logical
+from evita.runtime.simulate import Simulation, logical
 from evita.runtime.xxhash import xxhash64
 
 from conftest import FIXTURES
@@ -41,10 +39,25 @@ FD = FIXTURES / "partition" / "fd.olg"
 _TIMED: dict = {}
 
 
+def _tick(spark, path, skip=()):
+    """The program compiled through the lattice (not stored: `compile_timed` without the
+    catalog tables) and lowered to its tick program."""
+    from evita.bootstrap.cli import parse_and_check
+    from evita.bootstrap.scheduler import compile_program
+    from evita.catalog.decode import decode
+    from evita.catalog.encode import encode
+    from evita.runtime.dedalus import lower
+
+    program = parse_and_check(str(path))
+    comp = compile_program(spark, encode(program), program.name, stage_paths=[], skip=list(skip), only=None,
+                           choose={}, max_iterations=1000)
+    return lower(decode(comp.final, program.name))
+
+
 def _timed(spark, path) -> tuple:
     """(as written, partitioned) tick programs of a program, compiled once per run."""
     if path not in _TIMED:
-        _TIMED[path] = (compile_timed(str(path), spark, skip=("partition",)), compile_timed(str(path), spark))
+        _TIMED[path] = (_tick(spark, path, skip=("partition",)), _tick(spark, path))
     return _TIMED[path]
 
 
@@ -88,22 +101,6 @@ def test_the_collectors_facts_land_at_both_partitions_and_the_directives_are_gon
     assert [rel for rel, _, _ in original.facts if rel.startswith("partition::")], "left out, they stay facts"
 
 
-def _compile(spark, path):
-    from evita.bootstrap.cli import compile_file, parse_and_check
-
-    args = argparse.Namespace(program=str(path), stage_path=[], skip=[], only=None, choose=[], max_iterations=1000,
-                              verbose=False)
-    return compile_file(args, spark=spark, program=parse_and_check(str(path)))
-
-
-def _evita(capsys, *args) -> tuple:
-    """`evita ARGS` in this process (this run's SparkSession): (exit code, what it printed)."""
-    from evita.bootstrap.cli import main
-
-    capsys.readouterr()
-    code = main([str(a) for a in args])
-    seen = capsys.readouterr()
-    return code, seen.out + seen.err
 
 
 ENTANGLED = """
@@ -175,7 +172,7 @@ def test_a_directive_the_check_refuses_fails_at_the_rule(spark, tmp_path, text, 
     path = tmp_path / "refused.olg"
     path.write_text((directive + ".\n" if directive else "") + text)
     with pytest.raises(Exception) as e:
-        _compile(spark, path)
+        _tick(spark, path)
     shown = str(e.value)
     assert f"error[{code}]" in shown, shown
     if rule:
@@ -186,37 +183,24 @@ def test_a_directive_the_check_refuses_fails_at_the_rule(spark, tmp_path, text, 
 def test_the_named_key_and_the_only_valid_class_are_the_same_rewrite(spark, tmp_path):
     path = tmp_path / "named.olg"
     path.write_text('partition::key("collector", "acks", 2).\n' + COHASH.read_text())
-    named = compile_timed(str(path), spark)
-    automatic = compile_timed(str(COHASH), spark)
+    named = _tick(spark, path)
+    automatic = _timed(spark, COHASH)[1]
     assert named.components == automatic.components
     assert sorted(named.facts) == sorted(automatic.facts)
 
 
-def test_a_refused_directive_leaves_the_stored_catalog_as_it_was(spark, tmp_path, capsys):
+def test_a_refused_directive_leaves_the_catalog_as_it_was(spark, tmp_path):
+    """The compile stops at the last good version: the directives, the address and the
+    sender as written (the scheduler stores that version; `evita print` shows it)."""
+    from evita.bootstrap.stage import StageFailure
+
     path = tmp_path / "kept.olg"
-    path.write_text(COHASH.read_text())
-    assert _evita(capsys, "compile", path)[0] == 0
     path.write_text('partition::key("collector", "ack", 1).\n' + COHASH.read_text())
-    code, shown = _evita(capsys, "compile", path)
-    assert code != 0 and "error[partition-key]" in shown and "Traceback" not in shown, shown
-    code, shown = _evita(capsys, "print", "kept")
-    assert code == 0 and '"coll:1#0", "coll:1#1"' in shown and "hash(Id) % 2" in shown, shown
-
-
-def test_the_stage_derives_the_same_in_process_as_on_spark(spark):
-    """Compiling a small program runs the stage in process (columnar backend); a large
-    catalog runs it on Spark as one-row statements. Both agree (test_onerow holds the
-    one-row evaluator equal to the engine on the examples)."""
-    from evita.bootstrap import stage as st
-    from evita.bootstrap.parser import parse_file
-    from evita.catalog.encode import encode
-
-    from conftest import stages
-
-    program = parse_file(COHASH)
-    rows = encode(program)
-    outs = [st.run_stage(spark, stages()["partition"], rows, program.name, evaluator=e)
-            for e in ("in-process", "one-row")]
-    got = [(o.inserts, o.deletes, o.updates, o.copies, o.term_copies) for o in outs]
-    assert got[0] == got[1]
-    assert outs[0].inserts and outs[0].updates
+    with pytest.raises(StageFailure) as e:
+        _tick(spark, path)
+    last = e.value.versions[-1]
+    assert last.stage == "localize"
+    assert [r[-1] for r in last.rows["component_address"] if r[1] == "collector"] == ["coll:1"]
+    assert sorted(r[3] for r in last.rows["fact"] if r[3].startswith("partition::")) == ["partition::count",
+                                                                                        "partition::key"]
+    assert not last.rows.get("assignment")
