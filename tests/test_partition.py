@@ -76,6 +76,17 @@ def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark,
     assert have == want, f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}"
 
 
+def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
+    """The research notes' cohash_wrongkey.olg, routed by hash(R) (what the check refuses),
+    against the program as written with the same replicas: the outputs differ."""
+    before, after = tmp_path / "before.olg", tmp_path / "after.olg"
+    before.write_text(COHASH.read_text().replace('partition::count("collector", 2).', "").replace('"r2"', '"r3"'))
+    after.write_text((FIXTURES / "partition" / "wrongkey_after.txt").read_text())
+    runs = [Simulation(_tick(spark, p), SEEDS, DELAY).run(STEPS) for p in (before, after)]
+    want, have = _shown(runs[0]), _shown(runs[1])
+    assert want and have != want and len(have) < len(want)  # ids whose acks split never commit
+
+
 def test_each_partition_commits_the_ids_its_hash_names(timed):
     original, partitioned = timed
     assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
