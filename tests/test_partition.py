@@ -2,7 +2,9 @@
 program as written over 200 seeds with coupled delays (a message's delay is drawn from
 its logical source, destination and content, so `coll:1#1` draws as `coll:1`), and the
 oracle is the one of the TR's proof (parallel disjoint correctness, B.1.2; research
-notes §4): the same outputs at the same timesteps.
+notes §4): the same outputs at the same timesteps. Programs: the research notes'
+cohash and fd pairs (tests/fixtures/partition) and voting's participants; their wrong-key
+program (wrongkey_after.txt, not .olg: it has no directive) must fail the oracle.
 
 Directives the co-hashing check refuses fail with a diagnostic naming the rule, and the
 stored catalog stays as it was. The expected program texts are in the stage's case file
@@ -15,7 +17,7 @@ import pytest
 from evita.runtime.simulate import Simulation, logical
 from evita.runtime.xxhash import xxhash64
 
-from conftest import FIXTURES
+from conftest import EXAMPLES, FIXTURES
 
 COHASH = FIXTURES / "partition" / "cohash.olg"
 SEEDS = range(200)
@@ -66,11 +68,16 @@ def timed(spark):
     return _timed(spark, COHASH)
 
 
-@pytest.mark.parametrize("path,component", [(COHASH, "collector"), (FD, "node")], ids=["cohash", "fd"])
-def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, path, component):
+@pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
+                                                  ("voting", "participant", 40)], ids=["cohash", "fd", "voting"])
+def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
+                                                                          steps):
+    if path == "voting":  # the paper partitions voting's participants (TR §5.2): keyed on the request's Id
+        path = tmp_path_factory.mktemp("voting") / "voting.olg"
+        path.write_text('partition::count("participant", 2).\n' + (EXAMPLES / "protocols" / "voting.olg").read_text())
     original, partitioned = _timed(spark, path)
     assert len(partitioned.components[component]) == 2 * len(original.components[component])
-    runs = [Simulation(t, SEEDS, DELAY).run(STEPS) for t in (original, partitioned)]
+    runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
     want, have = _shown(runs[0]), _shown(runs[1])
     assert len({seed for seed, *_ in want}) == len(SEEDS), "some seed shows nothing: the check would show nothing"
     assert have == want, f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}"
@@ -82,7 +89,7 @@ def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
     before, after = tmp_path / "before.olg", tmp_path / "after.olg"
     before.write_text(COHASH.read_text().replace('partition::count("collector", 2).', "").replace('"r2"', '"r3"'))
     after.write_text((FIXTURES / "partition" / "wrongkey_after.txt").read_text())
-    runs = [Simulation(_tick(spark, p), SEEDS, DELAY).run(STEPS) for p in (before, after)]
+    runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
     want, have = _shown(runs[0]), _shown(runs[1])
     assert want and have != want and len(have) < len(want)  # ids whose acks split never commit
 
