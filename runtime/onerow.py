@@ -537,15 +537,11 @@ def probe_types(spark, dataflow: Dataflow, inputs: dict, *, now: str) -> dict:
     if key not in _TYPES:
         probe = Program(dataflow, inputs, max_iterations=1, now="1970-01-01 00:00:00").build(recursive)
         fields = probe.frame(spark).selectExpr(*probe.output_columns()).schema.fields
-        # a column only null literals fill (a delete pattern's fields left out) is void,
-        # which no fold state can hold: it is typed string, as a null of any type casts
-        _TYPES[key] = {n: [_void_to_string(c.dataType.simpleString()) for c in fields[i].dataType.elementType.fields]
+        # a column no rule sets is null everywhere (void): its cast needs a real type
+        _TYPES[key] = {n: [("string" if c.dataType.simpleString() == "void" else c.dataType.simpleString())
+                           for c in fields[i].dataType.elementType.fields]
                         for i, n in enumerate(recursive)}
     return _TYPES[key]
-
-
-def _void_to_string(t: str) -> str:
-    return "string" if t == "void" else t
 
 
 @dataclass
