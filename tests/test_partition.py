@@ -162,6 +162,7 @@ component collector @ "coll:1" {
     c1 seen(@L, X) :- ack(@L, X).
 }
 """
+CONSTKEY = COMPUTED.replace('ack(@cat("coll", ":1"), X)', 'ack(@"coll:1", 5)')
 SELF = """
 component replica @ "r1" {
     vote(@"r1", 5).
@@ -193,7 +194,8 @@ REFUSED = [  # (program text, directive, code, rule, words)
     (ENTANGLED, None, "entangled", "c1", "uses its location L as data"),
     (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
     (SHARED, None, "shared-message", "a1", "reads ack outside collector"),
-    (COMPUTED, None, "not supported yet", "p1", "the destination or key of its ack message is expr"),
+    (COMPUTED, None, "not supported yet", "p1", "the destination of its ack message is expr"),
+    (CONSTKEY, None, "not supported yet", "p1", "the key of its ack message is const, not a variable"),
     (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
     (REPLICATED, None, "replicated-send", "c2", "every partition would send its greet"),
 ]
