@@ -59,7 +59,8 @@ SMALL_ROWS = 200_000
 
 _OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "floor", "log", "exp", "hash")
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
+               "hash", "upper", "lower")
 _CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
@@ -410,6 +411,22 @@ def _to_float(v):
     raise Unsupported(f"to_float of {v!r}: Spark's parser decides")
 
 
+def _to_number(v):
+    """TRY_CAST(v AS BIGINT) for whole numbers and the text of one; anything else
+    (a fraction, other text) Unsupported: Spark's cast decides."""
+    import re
+
+    import numpy as np
+
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"-?[0-9]{1,18}", v):
+        return int(v)
+    raise Unsupported(f"to_number of {v!r}: Spark's cast decides")
+
+
 def _floor(v):
     import math
 
@@ -469,10 +486,13 @@ _TEXT_FUNCTIONS = {
     "to_string": _spark_text,
     "reprefix": _reprefix,
     "to_float": _to_float,
+    "to_number": _to_number,
     "floor": _floor,
     "log": _ln,
     "exp": _exp,
     "hash": _xxhash64,
+    "upper": lambda s: None if s is None else _spark_text(s).upper(),
+    "lower": lambda s: None if s is None else _spark_text(s).lower(),
 }
 
 

@@ -284,7 +284,11 @@ def _eval(t, env):
         if t.op == "/":
             return None if b == 0 else a / b
         if t.op == "%":
-            return None if b == 0 else int(math.fmod(a, b)) if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
+            if b == 0:
+                return None
+            if isinstance(a, int) and isinstance(b, int):  # Java's sign, exactly (a 64-bit hash is no float)
+                return (abs(a) % abs(b)) * (1 if a >= 0 else -1)
+            return math.fmod(a, b)
         return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[t.op]
     if isinstance(t, S.Call):
         name = B.canonical(t.func)
@@ -324,6 +328,12 @@ def _eval(t, env):
             return ":".join(_text(a) for a in args)
         if name == "abs":
             return abs(args[0])
+        if name in ("upper", "lower"):
+            return None if args[0] is None else getattr(str(args[0]), name)()
+        if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
+            from evita.runtime.xxhash import xxhash64
+
+            return xxhash64(*args)
         if name == "log":
             return None if args[0] is None or args[0] <= 0 else math.log(args[0])
         if name == "exp":

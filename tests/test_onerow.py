@@ -187,3 +187,15 @@ def test_one_statement_reads_the_same_as_the_levels(spark):
 def test_a_failure_while_running_is_a_stage_failure(spark):
     with pytest.raises(st.StageFailure, match="Spark failed while evaluating test"):
         _run(spark, "n(1). n(0). q(Y) :- n(X), Y := 10 / X, Y > 1.", ["q"], "one-row")
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "partition").glob("*.olg")), ids=lambda p: p.name)
+def test_partition_derives_the_same_in_process_as_in_one_statement(spark, path):
+    """A directive's rewrite (the examples hold none): compiling a small program runs the
+    stage in process (columnar backend), a large catalog as one Spark statement."""
+    program = parse_file(path)
+    rows = encode(program)
+    outs = [st.run_stage(spark, stages()["partition"], rows, program.name, evaluator=e)
+            for e in ("in-process", "one-row")]
+    got = [(o.inserts, o.deletes, o.updates, o.copies, o.term_copies) for o in outs]
+    assert got[0] == got[1] and outs[0].inserts and outs[0].updates

@@ -1,0 +1,241 @@
+"""stages/partition.dl, checked by running: the co-hashed program is simulated against the
+program as written over 200 seeds with coupled delays (a message's delay is drawn from
+its logical source, destination and content, so `coll:1#1` draws as `coll:1`), and the
+oracle is the one of the TR's proof (parallel disjoint correctness, B.1.2; research
+notes §4): the same outputs at the same timesteps. Programs: the research notes'
+cohash and fd pairs (tests/fixtures/partition) and voting's participants; their wrong-key
+program (wrongkey_after.txt, not .olg: it has no directive) must fail the oracle.
+
+Directives the co-hashing check refuses fail with a diagnostic naming the rule, and the
+stored catalog stays as it was. The expected program texts are in the stage's case file
+(tests/fixtures/stages/partition.dl).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from evita.runtime.simulate import Simulation, logical
+from evita.runtime.xxhash import xxhash64
+
+from conftest import EXAMPLES, FIXTURES
+
+COHASH = FIXTURES / "partition" / "cohash.olg"
+SEEDS = range(200)
+DELAY = "uniform:1-5"
+STEPS = 14  # the votes are facts (they hold at every step): compared over a horizon
+SHOWN = ("external", "output")
+
+
+def _logical(v):
+    return logical(v) if isinstance(v, str) else v
+
+
+def _shown(run) -> Counter:
+    """(seed, step, kind, logical node, logical peer, relation, logical tuple) of every
+    output, counted: two partitions sending one message would show it twice."""
+    t = run.trace[run.trace["kind"].isin(SHOWN)]
+    return Counter((int(r.seed), int(r.step), r.kind, _logical(r.node), _logical(r.peer), r.relation,
+                    tuple(map(_logical, r.tuple))) for r in t.itertuples(index=False))
+
+
+FD = FIXTURES / "partition" / "fd.olg"
+_TIMED: dict = {}
+
+
+def _tick(spark, path, skip=()):
+    """The program compiled through the lattice (not stored: `compile_timed` without the
+    catalog tables) and lowered to its tick program."""
+    from evita.bootstrap.cli import parse_and_check
+    from evita.bootstrap.scheduler import compile_program
+    from evita.catalog.decode import decode
+    from evita.catalog.encode import encode
+    from evita.runtime.dedalus import lower
+
+    program = parse_and_check(str(path))
+    comp = compile_program(spark, encode(program), program.name, stage_paths=[], skip=list(skip), only=None,
+                           choose={}, max_iterations=1000)
+    return lower(decode(comp.final, program.name))
+
+
+def _timed(spark, path) -> tuple:
+    """(as written, partitioned) tick programs of a program, compiled once per run."""
+    if path not in _TIMED:
+        _TIMED[path] = (_tick(spark, path, skip=("partition",)), _tick(spark, path))
+    return _TIMED[path]
+
+
+@pytest.fixture(scope="module")
+def timed(spark):
+    return _timed(spark, COHASH)
+
+
+@pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
+                                                  ("voting", "participant", 40)], ids=["cohash", "fd", "voting"])
+def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
+                                                                          steps):
+    if path == "voting":  # the paper partitions voting's participants (TR §5.2): keyed on the request's Id
+        path = tmp_path_factory.mktemp("voting") / "voting.olg"
+        path.write_text('partition::count("participant", 2).\n' + (EXAMPLES / "protocols" / "voting.olg").read_text())
+    original, partitioned = _timed(spark, path)
+    assert len(partitioned.components[component]) == 2 * len(original.components[component])
+    runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
+    want, have = _shown(runs[0]), _shown(runs[1])
+    assert len({seed for seed, *_ in want}) == len(SEEDS), "some seed shows nothing: the check would show nothing"
+    assert have == want, f"missing {sorted((want - have).elements())[:5]}, extra {sorted((have - want).elements())[:5]}"
+
+
+def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
+    """The research notes' cohash_wrongkey.olg, routed by hash(R) (what the check refuses),
+    against the program as written with the same replicas: the outputs differ."""
+    before, after = tmp_path / "before.olg", tmp_path / "after.olg"
+    before.write_text(COHASH.read_text().replace('partition::count("collector", 2).', "").replace('"r2"', '"r3"'))
+    after.write_text((FIXTURES / "partition" / "wrongkey_after.txt").read_text())
+    runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
+    want, have = _shown(runs[0]), _shown(runs[1])
+    assert want and have != want and sum(have.values()) < sum(want.values())  # ids whose acks split never commit
+
+
+def test_each_partition_commits_the_ids_its_hash_names(timed):
+    original, partitioned = timed
+    assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
+    assert list(original.components["collector"]) == ["coll:1"]
+    done = Simulation(partitioned, SEEDS, DELAY).run(STEPS).final("committed")
+    per_node = done.groupby("node")["c1"].apply(set).to_dict()
+    assert set(per_node) == {"coll:1#0", "coll:1#1"} and not per_node["coll:1#0"] & per_node["coll:1#1"], per_node
+    # at the partition Spark's hash names: abs(xxhash64(Id) % 2), % keeping the dividend's sign
+    for node, ids in per_node.items():
+        assert {f"coll:1#{abs(_java_mod(xxhash64(i), 2))}" for i in ids} == {node}
+
+
+def _java_mod(a: int, n: int) -> int:
+    return (abs(a) % n) * (1 if a >= 0 else -1)
+
+
+def test_the_collectors_facts_land_at_both_partitions_and_the_directives_are_gone(timed):
+    _, partitioned = timed
+    facts = sorted((rel, node) for rel, node, _ in partitioned.facts if rel == "numReplicas")
+    assert facts == [("numReplicas", "coll:1#0"), ("numReplicas", "coll:1#1")]
+    assert not [rel for rel, _, _ in partitioned.facts if rel.startswith("partition::")]
+    original, _ = timed
+    assert [rel for rel, _, _ in original.facts if rel.startswith("partition::")], "left out, they stay facts"
+
+
+
+
+ENTANGLED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 stamped(@L, X, L) :- ack(@L, X).
+    c2 out(@"client:1", X, W)@async :- stamped(@L, X, W).
+}
+"""
+CLIENT = """
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- request(@L, X).
+    c2 out(@"client:1", X)@async :- seen(@L, X).
+}
+"""
+SHARED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+    p2 ack(@"audit:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+}
+component audit @ "audit:1" {
+    a1 logged(@L, X) :- ack(@L, X).
+}
+"""
+COMPUTED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@cat("coll", ":1"), X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+}
+"""
+CONSTKEY = COMPUTED.replace('ack(@cat("coll", ":1"), X)', 'ack(@"coll:1", 5)')
+SELF = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    c1 seen(@L, X) :- ack(@L, X).
+    c2 ack(@L, X + 1)@async :- seen(@L, X), X < 7.
+}
+"""
+REPLICATED = """
+component replica @ "r1" {
+    vote(@"r1", 5).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    hello(@"coll:1", "hi").
+    c1 seen(@L, X) :- ack(@L, X).
+    c2 greet(@"client:1", H)@async :- hello(@L, H).
+}
+"""
+REFUSED = [  # (program text, directive, code, rule, words)
+    (None, 'partition::key("collector", "ack", 1)', "partition-key", "c3",
+     "relation numAcks has no column in key class ack.1"),
+    (None, 'partition::key("collector", "ack", 0)', "partition-key", None, "column 0 of ack is no key candidate"),
+    (None, 'partition::count("collector", 0)', "partition-directive", None, "a whole number N >= 1"),
+    (None, 'partition::count("collecter", 2)', "partition-directive", None, "needs a component C"),
+    (None, 'partition::key("replica", "vote", 1)', "partition-directive", None, "partition::key for replica without"),
+    (ENTANGLED, None, "entangled", "c1", "uses its location L as data"),
+    (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
+    (SHARED, None, "shared-message", "a1", "reads ack outside collector"),
+    (COMPUTED, None, "not supported yet", "p1", "the destination of its ack message is expr"),
+    (CONSTKEY, None, "not supported yet", "p1", "the key of its ack message is const, not a variable"),
+    (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
+    (REPLICATED, None, "replicated-send", "c2", "every partition would send its greet"),
+]
+
+
+@pytest.mark.parametrize("text,directive,code,rule,words", REFUSED, ids=[f"{c}-{w[:24]}" for *_, c, _, w in REFUSED])
+def test_a_directive_the_check_refuses_fails_at_the_rule(spark, tmp_path, text, directive, code, rule, words):
+    text = (COHASH.read_text() if text is None else 'partition::count("collector", 2).\n' + text)
+    path = tmp_path / "refused.olg"
+    path.write_text((directive + ".\n" if directive else "") + text)
+    with pytest.raises(Exception) as e:
+        _tick(spark, path)
+    shown = str(e.value)
+    assert f"error[{code}]" in shown, shown
+    if rule:
+        assert f"rule {rule}" in shown and f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
+    assert words in shown, shown
+
+
+def test_the_named_key_and_the_only_valid_class_are_the_same_rewrite(spark, tmp_path):
+    path = tmp_path / "named.olg"
+    path.write_text('partition::key("collector", "acks", 2).\n' + COHASH.read_text())
+    named = _tick(spark, path)
+    automatic = _timed(spark, COHASH)[1]
+    assert named.components == automatic.components
+    assert sorted(named.facts) == sorted(automatic.facts)
+
+
+def test_a_refused_directive_leaves_the_catalog_as_it_was(spark, tmp_path):
+    """The compile stops at the last good version: the directives, the address and the
+    sender as written (the scheduler stores that version; `evita print` shows it)."""
+    from evita.bootstrap.stage import StageFailure
+
+    path = tmp_path / "kept.olg"
+    path.write_text('partition::key("collector", "ack", 1).\n' + COHASH.read_text())
+    with pytest.raises(StageFailure) as e:
+        _tick(spark, path)
+    last = e.value.versions[-1]
+    assert last.stage == "localize"
+    assert [r[-1] for r in last.rows["component_address"] if r[1] == "collector"] == ["coll:1"]
+    assert sorted(r[3] for r in last.rows["fact"] if r[3].startswith("partition::")) == ["partition::count",
+                                                                                        "partition::key"]
+    assert not last.rows.get("assignment")
