@@ -42,6 +42,8 @@ DEPLOYMENTS = {
     "voting": [
         ("as written", ("decouple", "partition"), ""),
         ("decouple (automatic)", ("partition",), ""),
+        ("decouple + partition x5 (collectors, participants)", (),
+         'partition::count("leader_2", 5).\npartition::count("participant", 5).'),
     ],
     "twopc": [
         ("as written", ("decouple", "partition"), ""),

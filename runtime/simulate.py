@@ -87,11 +87,11 @@ def logical(address) -> str:
     """The address a message's delay is keyed on: a decoupled copy `A/2` and a partition
     `A#1` are the logical node A, so rewritten and original programs draw alike."""
     text = str(address)
-    for sep in ("/", "#"):
-        head, s, tail = text.rpartition(sep)
-        if s and tail.isdigit():
-            text = head
-    return text
+    while True:  # a partition of a decoupled copy, A/2#1, is A too
+        head, s, tail = max(text.rpartition("/"), text.rpartition("#"), key=lambda p: len(p[0]))
+        if not (s and tail.isdigit()):
+            return text
+        text = head
 
 
 def draw(seed: int, salt: str, *parts) -> float:
