@@ -239,3 +239,19 @@ def test_a_refused_directive_leaves_the_catalog_as_it_was(spark, tmp_path):
     assert sorted(r[3] for r in last.rows["fact"] if r[3].startswith("partition::")) == ["partition::count",
                                                                                         "partition::key"]
     assert not last.rows.get("assignment")
+
+
+def test_explain_shows_the_partitions_the_key_chosen_and_why_the_others_are_not(spark, tmp_path, capsys):
+    from evita.bootstrap.cli import main
+
+    dot = tmp_path / "partition.dot"
+    capsys.readouterr()
+    code = main(["explain", str(FIXTURES / "partition" / "cohash.olg"), "--stage", "partition", "--dot", str(dot)])
+    seen = capsys.readouterr()
+    text = seen.out + seen.err
+    assert code == 0, text
+    assert "collector: 2 partitions of each address, key class ack.2 (the only valid class)" in text
+    assert "checked: no rule aggregates over the key" in text
+    assert "candidate ack.1: its head aggregates the key: count<R>" in text
+    assert "acks: key column 2" in text and "sends ack by column 2" in text
+    assert dot.read_text().startswith("digraph")
