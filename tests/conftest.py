@@ -123,6 +123,23 @@ def compiled_plan(spark, program, **kw):
 _TIMED: dict = {}
 
 
+_RUNS: dict = {}
+PROTOCOL_SEEDS, PROTOCOL_DELAY = range(200), "uniform:1-5"
+
+
+def simulated(spark, path, steps: int, skip=()):
+    """A Dedalus program simulated over 200 seeds with delays uniform:1-5, once per test
+    run (test_protocols.py checks the invariants of the runs test_decouple.py compares):
+    compiled by the default lattice, or with `skip` stages left out."""
+    from evita.runtime.simulate import Simulation, compile_timed
+
+    key = (str(path), steps, tuple(skip))
+    if key not in _RUNS:
+        timed = compile_timed(str(path), spark, skip=tuple(skip)) if skip else compiled_timed(spark, path)
+        _RUNS[key] = Simulation(timed, PROTOCOL_SEEDS, PROTOCOL_DELAY).run(steps)
+    return _RUNS[key]
+
+
 def compiled_timed(spark, path):
     """A Dedalus program compiled and lowered once per test run (tests/test_dedalus.py,
     test_protocols.py and test_paxos.py share it): `runtime.simulate.compile_timed`."""

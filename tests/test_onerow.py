@@ -25,10 +25,10 @@ STAGES = sorted(stages())  # every stage, shipped and under examples/stages
 STAGE_FILES = [stages()[name].path for name in STAGES]
 
 
-def _both(spark, stage, rows, program_id, **kw):
+def _both(spark, stage, rows, program_id, reference="engine", **kw):
     before = len(st.FALLBACKS)
     one = st.run_stage(spark, stage, rows, program_id, evaluator="one-row", **kw)
-    engine = st.run_stage(spark, stage, rows, program_id, evaluator="engine", **kw)
+    engine = st.run_stage(spark, stage, rows, program_id, evaluator=reference, **kw)
     assert len(st.FALLBACKS) == before
     return one, engine
 
@@ -39,11 +39,15 @@ def _both(spark, stage, rows, program_id, **kw):
 # stage's own cases; this test is about the two evaluators agreeing.
 COVERING = ("shortest_path.olg", "two_phase_commit.olg", "chord_aggregates.olg", "negation.dl")
 # The stages that rewrite only Dedalus components are skipped by their triggers on the
-# others (no Spark job): they are held equal on the example with components.
+# others (no Spark job): they are held equal on the example with components, against the
+# in-process evaluator (their many small recursions cost the engine's loop a job each).
+# Cascades shares system_r's search space and cost model (include/join_order.dl): two
+# examples hold its own search.
 DEDALUS_ONLY = ("decouple", "partition")
 PAIRS = [(stage, path) for stage in STAGES for path in PROGRAMS
          if (path.parent == EXAMPLES and path.name in COVERING
-             and (stage not in DEDALUS_ONLY or path.name == "two_phase_commit.olg"))
+             and (stage not in DEDALUS_ONLY or path.name == "two_phase_commit.olg")
+             and (stage != "cascades" or path.name in ("shortest_path.olg", "chord_aggregates.olg")))
          or (stage == "magic_sets" and path.name in ("nonlinear.dl", "several_queries.olg", "path_magic.olg"))]
 
 
@@ -51,18 +55,19 @@ PAIRS = [(stage, path) for stage in STAGES for path in PROGRAMS
 def test_stage_derives_the_same_rows_as_on_the_engine(spark, stage, path):
     program = parse_file(path)
     rows = encode(program)
-    one, engine = _both(spark, stages()[stage], rows, program.name)
+    one, engine = _both(spark, stages()[stage], rows, program.name,
+                        reference="in-process" if stage in DEDALUS_ONLY else "engine")
     assert one.actions == 1
     assert (one.inserts, one.deletes, one.updates, one.copies, one.term_copies) == \
         (engine.inserts, engine.deletes, engine.updates, engine.copies, engine.term_copies)
 
 
-LARGEST = sorted((p for p in STAGE_FILES if p.stem not in DEDALUS_ONLY), key=lambda p: -len(p.read_text()))[:2]
+LARGEST = sorted((p for p in STAGE_FILES if p.stem not in DEDALUS_ONLY), key=lambda p: -len(p.read_text()))[:1]
 
 
 @pytest.mark.parametrize("path", LARGEST, ids=lambda p: p.name)
 def test_stages_compiled_as_programs_give_the_same_rows(spark, path):
-    """The two largest stage files as input: the largest catalogs the stages see in the tests."""
+    """The largest stage file as input: the largest catalog the stages see in the tests."""
     program = parse_file(path)
     rows = encode(program)
     # The join-order stages' own recursion (min inside it) is held equal on the examples

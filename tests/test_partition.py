@@ -46,7 +46,9 @@ _TIMED: dict = {}
 
 def _tick(spark, path, skip=()):
     """The program compiled through the lattice (not stored: `compile_timed` without the
-    catalog tables) and lowered to its tick program."""
+    catalog tables) and lowered to its tick program. Partition alone: decouple (before
+    it, automatic) is left out; tests/test_decouple.py composes the two."""
+    skip = tuple(skip) + ("decouple",)
     from evita.bootstrap.cli import parse_and_check
     from evita.bootstrap.scheduler import compile_program
     from evita.catalog.decode import decode

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import EXAMPLES, compiled_timed
+from conftest import EXAMPLES, simulated
 
 PROTOCOLS = EXAMPLES / "protocols"
 SEEDS = range(200)
@@ -20,9 +20,7 @@ DELAY = "uniform:1-5"
 
 
 def _simulate(spark, name: str, steps: int):
-    from evita.runtime.simulate import Simulation
-
-    return Simulation(compiled_timed(spark, PROTOCOLS / name), SEEDS, DELAY).run(steps)
+    return simulated(spark, PROTOCOLS / name, steps)
 
 
 def _logical(value):
