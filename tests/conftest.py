@@ -123,6 +123,25 @@ def compiled_plan(spark, program, **kw):
 _TIMED: dict = {}
 
 
+def logical_value(v):
+    """A value as its logical node when it is an address (`A/2`, `A#1`, `A/2#1` are A):
+    decouple and partition move a component's work to such copies."""
+    from evita.runtime.simulate import logical
+
+    return logical(v) if isinstance(v, str) else v
+
+
+def shown_outputs(run):
+    """(seed, step, kind, node, peer, relation, tuple) of every output of a simulation
+    (messages leaving the program, new query answers), addresses logical, counted: two
+    partitions sending one message would show it twice. The rewrite stages' oracle."""
+    from collections import Counter
+
+    t = run.trace[run.trace["kind"].isin(("external", "output"))]
+    return Counter((int(r.seed), int(r.step), r.kind, logical_value(r.node), logical_value(r.peer), r.relation,
+                    tuple(map(logical_value, r.tuple))) for r in t.itertuples(index=False))
+
+
 _RUNS: dict = {}
 PROTOCOL_SEEDS, PROTOCOL_DELAY = range(200), "uniform:1-5"
 

@@ -18,26 +18,14 @@ from collections import defaultdict
 
 import pytest
 
-from evita.runtime.simulate import Simulation, compile_timed, logical
+from evita.runtime.simulate import Simulation, compile_timed
 
-from conftest import EXAMPLES, FIXTURES, compiled_timed, simulated
+from conftest import EXAMPLES, FIXTURES, compiled_timed, shown_outputs, simulated
 
 CASES = FIXTURES / "decouple"
 PROTOCOLS = EXAMPLES / "protocols"
 SEEDS = range(200)
 DELAY = "uniform:1-5"
-SHOWN = ("external", "output")  # what a program shows: messages leaving it, new query answers
-
-
-def _logical(v):
-    return logical(v) if isinstance(v, str) else v
-
-
-def _shown(run) -> set:
-    """(seed, step, kind, logical node, relation, logical tuple) of every output."""
-    t = run.trace[run.trace["kind"].isin(SHOWN)]
-    return {(int(r.seed), int(r.step), r.kind, _logical(r.node), r.relation, tuple(map(_logical, r.tuple)))
-            for r in t.itertuples(index=False)}
 
 
 def _both(spark, path, steps: int, **compiled):
@@ -71,14 +59,14 @@ def test_mutually_independent_halves_show_the_same_outputs_at_the_same_steps(spa
         assert set(decoupled.timed.components) != set(original.timed.components)
     else:
         original, decoupled = _both(spark, path, steps)
-    want, have = _shown(original), _shown(decoupled)
+    want, have = shown_outputs(original), shown_outputs(decoupled)
     assert want, "the original shows nothing: the check would show nothing"
     assert have == want, (f"missing {sorted(want - have)[:5]}, extra {sorted(have - want)[:5]}")
 
 
 def test_a_functional_half_shows_the_same_outputs_none_earlier(spark):
     original, decoupled = _both(spark, CASES / "functional.olg", 20)
-    want, have = _first(_shown(original)), _first(_shown(decoupled))
+    want, have = _first(shown_outputs(original)), _first(shown_outputs(decoupled))
     assert want and set(have) == set(want)
     earlier = [(k, want[k], have[k]) for k in want if have[k] < want[k]]
     assert not earlier, f"shown earlier than in the original (event, original step, decoupled step): {earlier[:5]}"
@@ -89,7 +77,7 @@ def test_a_monotonic_half_shows_the_same_outputs_at_quiescence(spark):
     original, decoupled = _both(spark, CASES / "monotonic.olg", 20)
 
     def outcome(run):
-        return {(seed, kind, node, rel, tup) for seed, _, kind, node, rel, tup in _shown(run) if kind == "external"}
+        return {(seed, kind, node, rel, tup) for seed, _, kind, node, _peer, rel, tup in shown_outputs(run) if kind == "external"}
 
     assert outcome(original) and outcome(decoupled) == outcome(original)
 
@@ -209,4 +197,4 @@ def test_decoupled_then_partitioned_voting_shows_the_same_outputs_at_the_same_st
     rewritten = compile_timed(str(path), spark)
     assert sorted(len(a) for a in rewritten.components.values()) == [1, 5, 15]
     original, rewritten = _both(spark, path, 60, timed=rewritten)
-    assert _shown(rewritten) == _shown(original)
+    assert shown_outputs(rewritten) == shown_outputs(original)

@@ -12,32 +12,18 @@ stored catalog stays as it was. The expected program texts are in the stage's ca
 """
 from __future__ import annotations
 
-from collections import Counter
 
 import pytest
 
-from evita.runtime.simulate import Simulation, logical
+from evita.runtime.simulate import Simulation
 from evita.runtime.xxhash import xxhash64
 
-from conftest import EXAMPLES, FIXTURES
+from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs
 
 COHASH = FIXTURES / "partition" / "cohash.olg"
 SEEDS = range(200)
 DELAY = "uniform:1-5"
 STEPS = 14  # the votes are facts (they hold at every step): compared over a horizon
-SHOWN = ("external", "output")
-
-
-def _logical(v):
-    return logical(v) if isinstance(v, str) else v
-
-
-def _shown(run) -> Counter:
-    """(seed, step, kind, logical node, logical peer, relation, logical tuple) of every
-    output, counted: two partitions sending one message would show it twice."""
-    t = run.trace[run.trace["kind"].isin(SHOWN)]
-    return Counter((int(r.seed), int(r.step), r.kind, _logical(r.node), _logical(r.peer), r.relation,
-                    tuple(map(_logical, r.tuple))) for r in t.itertuples(index=False))
 
 
 FD = FIXTURES / "partition" / "fd.olg"
@@ -83,7 +69,7 @@ def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark,
     original, partitioned = _timed(spark, path)
     assert len(partitioned.components[component]) == 2 * len(original.components[component])
     runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
-    want, have = _shown(runs[0]), _shown(runs[1])
+    want, have = shown_outputs(runs[0]), shown_outputs(runs[1])
     assert len({seed for seed, *_ in want}) == len(SEEDS), "some seed shows nothing: the check would show nothing"
     assert have == want, f"missing {sorted((want - have).elements())[:5]}, extra {sorted((have - want).elements())[:5]}"
 
@@ -95,7 +81,7 @@ def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
     before.write_text(COHASH.read_text().replace('partition::count("collector", 2).', "").replace('"r2"', '"r3"'))
     after.write_text((FIXTURES / "partition" / "wrongkey_after.txt").read_text())
     runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
-    want, have = _shown(runs[0]), _shown(runs[1])
+    want, have = shown_outputs(runs[0]), shown_outputs(runs[1])
     assert want and have != want and sum(have.values()) < sum(want.values())  # ids whose acks split never commit
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import EXAMPLES, simulated
+from conftest import EXAMPLES, logical_value, simulated
 
 PROTOCOLS = EXAMPLES / "protocols"
 SEEDS = range(200)
@@ -23,19 +23,11 @@ def _simulate(spark, name: str, steps: int):
     return simulated(spark, PROTOCOLS / name, steps)
 
 
-def _logical(value):
-    """The protocols run as compiled, decoupled by stages/decouple.dl (leader:1/2 does
-    part of leader:1's work): the invariants are about logical nodes."""
-    from evita.runtime.simulate import logical
-
-    return logical(value) if isinstance(value, str) else value
-
-
 def _events(res, kind: str, relation: str) -> list:
     """(seed, step, node, peer, tuple) of the trace's events of one kind and relation."""
     t = res.trace
     t = t[(t["kind"] == kind) & (t["relation"] == relation)]
-    return [(int(r.seed), int(r.step), _logical(r.node), _logical(r.peer), tuple(map(_logical, r.tuple)))
+    return [(int(r.seed), int(r.step), logical_value(r.node), logical_value(r.peer), tuple(map(logical_value, r.tuple)))
             for r in t.itertuples(index=False)]
 
 
@@ -43,7 +35,7 @@ def _final(res, relation: str) -> list:
     """(seed, node, tuple) of what relation holds at each node at the end."""
     df = res.final(relation)
     cols = [c for c in df.columns if c not in ("seed", "node")]
-    return [(int(r["seed"]), _logical(r["node"]), tuple(_logical(r[c]) for c in cols)) for _, r in df.iterrows()]
+    return [(int(r["seed"]), logical_value(r["node"]), tuple(logical_value(r[c]) for c in cols)) for _, r in df.iterrows()]
 
 
 def _all_quiesced(res):

@@ -382,9 +382,9 @@ def user_answers(original: S.Program, program: S.Program, inputs: dict) -> dict:
     answers.update({name: set(db.get(name, ())) for name in outputs})
     if any(isinstance(s, S.Component) for s in original.statements):
         # decouple and partition move a component's work to A/2 or A#1: the same node A
-        from evita.runtime.simulate import logical
+        from conftest import logical_value
 
-        answers = {name: {tuple(logical(v) if isinstance(v, str) else v for v in t) for t in rows}
+        answers = {name: {tuple(map(logical_value, t)) for t in rows}
                    for name, rows in answers.items()}
     return answers
 
