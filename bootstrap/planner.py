@@ -6,7 +6,7 @@ of the catalog's positions, and copies the physical decisions stages wrote
 (`predicate.delta`, from `stages/delta.dl`), join methods (`predicate.method`), how a
 relation is placed and cached (`relation.distribution`, `relation.cached`,
 `partition_column`) and how a recursive stratum runs (`stratum`, from
-`stages/decompose.dl`). Where no stage decided, one default each, documented in
+`stages/partition.dl`, `stages/cache.dl`). Where no stage decided, one default each, documented in
 `docs/runtime.md`: no hint (Spark chooses by size), nothing cached, the distributed
 semi-naive loop; and a rule that reads its own stratum without a delta atom is
 evaluated in full every iteration (naive, still correct).

@@ -136,7 +136,7 @@ def test_stages_compile_explain_run(spark, capsys, tmp_path):
     # tc has no constant, no location, no bound call, no rule of three atoms: those stages were skipped, at no job
     code, out, _ = run(capsys, "sql", "SELECT stage, actions FROM evita.version WHERE program = 'tc' "
                                       "AND message LIKE 'skipped:%' ORDER BY version")
-    assert code == 0 and table(out) == [["const_prop", "0"], ["localize", "0"], ["decouple", "0"], ["partition", "0"],
+    assert code == 0 and table(out) == [["const_prop", "0"], ["localize", "0"], ["decouple", "0"],
                                         ["magic_sets", "0"], ["stats", "0"],
                                         ["system_r", "0"]]
 

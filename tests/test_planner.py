@@ -36,7 +36,7 @@ def test_transitive_closure_plan(spark):
     assert d.name == "r2_d1" and d.driven_by == "tc"
     assert [(s.op, s.relation, s.delta, s.keys) for s in d.steps] == [
         ("scan", "tc", True, ()), ("join", "edge", False, ("Y",))]
-    # decompose.dl: column 0 of tc passes unchanged from the recursive atom to the head
+    # partition.dl: column 0 of tc passes unchanged from the recursive atom to the head
     assert st.strategy == "local" and "column #0" in st.reason
     assert st.local.partition == (0,) and st.local.replicated == ("edge",)
     assert df.relations["tc"].partition == (0,) and df.relations["edge"].broadcast
@@ -62,7 +62,7 @@ def test_shortest_path_keeps_body_order_and_differentiates_only_recursion(spark)
     assert [s.op for s in r2.steps[2:]] == ["filter", "assign", "assign"]
     assert df.relations["path"].keys == (0, 1, 2)
     assert df.relations["minCostPath"].aggregates[0].func == "min"
-    assert df.strata[1].strategy == "distributed"  # keyed: decompose.dl leaves it to the loop
+    assert df.strata[1].strategy == "distributed"  # keyed: partition.dl leaves it to the loop
 
 
 def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom(spark):

@@ -337,7 +337,7 @@ def test_spark_agrees_with_the_oracle_on_random_programs(spark, programs):
     for i, p in enumerate(programs):
         merged += rename(p, f"p{i}_")
     batch = S.Program("batch", tuple(merged))
-    df = compiled_plan(spark, batch, only=["delta", "decompose"])  # the stages that shape its evaluation
+    df = compiled_plan(spark, batch, only=["delta", "partition", "cache"])  # the stages that shape its evaluation
     derived = [n for n, s in df.relations.items() if s.kind == "derived"]
     # Every strategy: the distributed SQL loop, and the columnar evaluator on the driver
     # (small inputs) with decomposable strata in per-partition tasks.

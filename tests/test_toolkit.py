@@ -1,5 +1,5 @@
 """The stage toolkit: primitives (catalog/edit.py, stage::error), the planner reading
-only the catalog, decisions written by stages (decompose.dl, the external
+only the catalog, decisions written by stages (partition.dl, cache.dl, the external
 broadcast_small.dl), and stratification owned by the static checks."""
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_broadcast_small_changes_the_spark_physical_plan(spark, tmp_path):
     assert "BroadcastHashJoin" in physical_after
 
 
-def test_decompose_leaves_mutual_recursion_to_the_distributed_loop(spark):
+def test_partition_leaves_mutual_recursion_to_the_distributed_loop(spark):
     df = compiled_plan(spark, "e(1, 2).\nr1 a(X, Y) :- e(X, Y).\nr2 b(X, Y) :- a(X, Y).\nr3 a(X, Z) :- b(X, Y), e(Y, Z).\n",
                        name="mutual")
     [rec] = [s for s in df.strata if s.recursive]
