@@ -141,7 +141,9 @@ def test_a_directive_that_breaks_a_precondition_is_refused_at_the_rule(spark, tm
     assert words in shown, shown
 
 
-def test_entangled_and_client_input_rules_are_refused_and_never_moved_automatically(spark, tmp_path, capsys):
+def test_an_entangled_rule_moves_with_its_logical_address_and_client_input_stays(spark, tmp_path, capsys):
+    """c1 stores its own address L: moved to leader:1/2, it stores "leader:1" still, read
+    from the fact evita_logical(@"leader:1/2", "leader:1"); b1 reads client input and stays."""
     text = """
 component leader @ "leader:1" {
     b1 seen(@L, X) :- request(@L, X).
@@ -155,12 +157,19 @@ component replica @ "r1" {
 """
     path = tmp_path / "pinned.olg"
     path.write_text(text)
-    assert set(compile_timed(str(path), spark).components) == {"leader", "replica"}  # both groups pinned
-    for directive, code in (('decouple::independent("leader", "c1")', "entangled"),
-                            ('decouple::independent("leader", "b1")', "client-input")):
-        path.write_text(directive + ".\n" + text)
-        code_, shown = _evita(capsys, "compile", path)
-        assert code_ != 0 and f"error[{code}]" in shown and "Traceback" not in shown, shown
+    rewritten = compile_timed(str(path), spark)
+    assert set(rewritten.components) == {"leader", "leader_2", "replica"}
+    original, rewritten = _both(spark, path, 10, timed=rewritten)
+    assert shown_outputs(rewritten) == shown_outputs(original)
+    sent = {tuple(r.tuple) for r in rewritten.trace.itertuples(index=False) if r.relation == "out"}
+    assert sent and all(t[-1] == "leader:1" for t in sent), sent  # the logical address, not leader:1/2
+    assert _evita(capsys, "compile", path)[0] == 0
+    code, shown = _evita(capsys, "print", "pinned")
+    assert code == 0 and 'evita_logical(@"leader:1/2", "leader:1")' in shown, shown
+    assert "stamped(@L, X, L__logical) :- ack(@L, X), evita_logical(@L, L__logical)" in shown, shown
+    path.write_text('decouple::independent("leader", "b1").\n' + text)
+    code_, shown = _evita(capsys, "compile", path)
+    assert code_ != 0 and "error[client-input]" in shown and "Traceback" not in shown, shown
 
 
 def test_a_refused_directive_leaves_the_stored_catalog_as_it_was(spark, tmp_path, capsys):

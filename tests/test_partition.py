@@ -18,7 +18,7 @@ import pytest
 from evita.runtime.simulate import Simulation
 from evita.runtime.xxhash import xxhash64
 
-from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs
+from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs, simulated
 
 COHASH = FIXTURES / "partition" / "cohash.olg"
 SEEDS = range(200)
@@ -179,7 +179,6 @@ REFUSED = [  # (program text, directive, code, rule, words)
     (None, 'partition::count("collector", 0)', "partition-directive", None, "a whole number N >= 1"),
     (None, 'partition::count("collecter", 2)', "partition-directive", None, "needs a component C"),
     (None, 'partition::key("replica", "vote", 1)', "partition-directive", None, "partition::key for replica without"),
-    (ENTANGLED, None, "entangled", "c1", "uses its location L as data"),
     (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
     (SHARED, None, "shared-message", "a1", "reads ack outside collector"),
     (COMPUTED, None, "not supported yet", "p1", "the destination of its ack message is expr"),
@@ -187,6 +186,18 @@ REFUSED = [  # (program text, directive, code, rule, words)
     (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
     (REPLICATED, None, "replicated-send", "c2", "every partition would send its greet"),
 ]
+
+
+def test_a_rule_using_its_location_as_data_keeps_the_logical_address(spark, tmp_path):
+    """c1 stores its own address L: at coll:1#0 and coll:1#1 it stores "coll:1" still,
+    read from the facts evita_logical(@"coll:1#i", "coll:1")."""
+    path = tmp_path / "entangled.olg"
+    path.write_text('partition::count("collector", 2).\n' + ENTANGLED)
+    original = simulated(spark, path, 10, skip=("decouple", "partition"))
+    rewritten = simulated(spark, path, 10, skip=("decouple",))
+    assert shown_outputs(rewritten) == shown_outputs(original)
+    sent = {tuple(r.tuple) for r in rewritten.trace.itertuples(index=False) if r.relation == "out"}
+    assert sent and all(t[-1] == "coll:1" for t in sent), sent  # the logical address, not coll:1#0
 
 
 @pytest.mark.parametrize("text,directive,code,rule,words", REFUSED, ids=[f"{c}-{w[:24]}" for *_, c, _, w in REFUSED])
