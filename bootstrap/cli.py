@@ -346,11 +346,12 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
 
         store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     for note in comp.notes:
-        if notes is not None:
-            notes(note)
-        else:
-            err.print(f"[yellow]note:[/] {_escape(note)}")
+        (notes or print_note)(note)
     return program, comp, diffs
+
+
+def print_note(note: str) -> None:
+    err.print(f"[yellow]note:[/] {_escape(note)}")
 
 
 def _add_statistics(rows, program_id: str, measured, warehouse) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -92,23 +93,30 @@ def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), 
     return _user_errors(lambda: compile_checked(parsed, _session(spark), options))
 
 
-def compile_checked(program: S.Program, spark, options: StageOptions, measured=(), phases=None) -> "Program":
+def compile_checked(program: S.Program, spark, options: StageOptions, measured=(), phases=None,
+                    notes=None) -> "Program":
     """Compile a parsed and checked program (`evita run` measures its inputs first, for the
     cost-based stages: `measured`); the catalog attached to `spark`. A failing stage
-    raises `bootstrap.cli.CompileFailed` (the command line shows what ran before it)."""
+    raises `bootstrap.cli.CompileFailed` (the command line shows what ran before it).
+    `notes`: where the scheduler's notes go (default: the `evita` logger)."""
     from ..bootstrap.cli import compile_file
     from ..bootstrap.planner import plan
     from ..catalog.decode import decode
     from .session import settings_kept
 
     with settings_kept(spark):
-        notes: list = []
+        said: list = []
+
+        def note(text: str) -> None:
+            said.append(text)
+            (notes or (lambda t: log.info("%s", t)))(text)
+
         _, comp, diffs = compile_file(options.namespace(program.path), spark=spark, program=program,
-                                      phases=phases, measured=measured, notes=notes.append)
-        for note in notes:
-            log.info("%s", note)
+                                      phases=phases, measured=measured, notes=note)
         final = decode(comp.final, program.name)
-        return Program(program, spark, options, comp, diffs, final, plan(final), notes)
+        with phases.phase("plan") if phases is not None else nullcontext():
+            dataflow = plan(final)
+        return Program(program, spark, options, comp, diffs, final, dataflow, said)
 
 
 class Program:
@@ -154,7 +162,7 @@ class Program:
         buffer = io.StringIO()
         console = Console(file=buffer, width=100, no_color=True, highlight=False, force_terminal=False)
         _print_diffs(shown, {v.number for v in self.compilation.versions if v.skipped}, console)
-        return buffer.getvalue()
+        return buffer.getvalue().rstrip("\n")
 
     def catalog(self, table: str, history: bool = False):
         """A catalog table's rows of this program as a DataFrame (`evita catalog TABLE`);
