@@ -383,13 +383,37 @@ def _conformed(spark, rel: str, value, storage):
                                      f"({', '.join(value.columns)}); {rel} has {storage.arity} "
                                      f"({', '.join(storage.columns)})", API, rel,
                                      "columns are matched by position: select the ones the relation declares")])
-    columns = []
-    for i, (name, declared) in enumerate(zip(value.columns, storage.types)):
-        col = F.col(f"`{name}`")
-        if DECLARED.get(declared):
-            col = col.cast(DECLARED[declared])
+    columns, problems = [], []
+    for i, (field, declared, column) in enumerate(zip(value.schema.fields, storage.types, storage.columns)):
+        col = F.col(f"`{field.name}`")
+        target = DECLARED.get(declared)
+        if target:
+            if not _casts_safely(field.dataType, target):
+                problems.append(Diagnostic("input-type", f"inputs[{rel!r}]: column {field.name} is "
+                                           f"{field.dataType.simpleString()}, but {rel}.{column} is declared "
+                                           f"{declared}", API, field.name,
+                                           f"cast it first, e.g. df.withColumn({field.name!r}, "
+                                           f"df[{field.name!r}].cast({target!r}))"))
+            col = col.cast(target)
         columns.append(col.alias(f"c{i}"))
+    if problems:  # found from the schema alone: no Spark job, no cast failing halfway through a run
+        raise EvitaError(problems)
     return value.select(*columns)
+
+
+def _casts_safely(source, target: str) -> bool:
+    """Whether every value of Spark type `source` becomes a value of `target` (a
+    declared type's Spark name) without loss or failure: whole numbers stay whole, any
+    number may become a double, anything plain may become a symbol."""
+    from pyspark.sql import types as T
+
+    if target == "bigint":
+        return isinstance(source, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
+    if target == "double":
+        return isinstance(source, T.NumericType)
+    if target == "boolean":
+        return isinstance(source, T.BooleanType)
+    return not isinstance(source, (T.ArrayType, T.MapType, T.StructType, T.BinaryType))
 
 
 def _session(spark):

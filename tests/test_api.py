@@ -119,6 +119,8 @@ def test_bad_calls_raise_evita_error(tc, spark):
         evita.compile("no/such/file.dl", spark=spark)
     with pytest.raises(evita.EvitaError, match="inputs\\['edge'\\] has 1 columns"):
         tc.prog.run(inputs={"edge": spark.range(2)})
+    with pytest.raises(evita.EvitaError, match="column a is string, but edge.x is declared number"):
+        tc.prog.run(inputs={"edge": spark.createDataFrame([("1", 2)], ["a", "b"])})
     with pytest.raises(evita.EvitaError, match="does not use"):
         tc.prog.run(inputs={"edges": []})
     with pytest.raises(evita.EvitaError, match="input-missing|no file"):
