@@ -58,14 +58,14 @@ class StageOptions:
         return cls(tuple(getattr(args, "stage_path", None) or ()), tuple(getattr(args, "skip", None) or ()),
                    tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None) or 1000)
 
-    def namespace(self, path: str, **more):
+    def namespace(self, path: str):
         """The options as `compile_file` reads them from the command line."""
         import argparse
 
         return argparse.Namespace(program=path, stage_path=list(self.stage_paths), skip=list(self.skip),
                                   only=list(self.only) if self.only is not None else None,
                                   choose=[f"{g}={s}" for g, s in self.choose.items()],
-                                  max_iterations=self.max_iterations, verbose=False, **more)
+                                  max_iterations=self.max_iterations, verbose=False)
 
 
 def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), skip=(), only=None,
