@@ -300,13 +300,14 @@ def cmd_print(args) -> int:
     return 0
 
 
-def compile_file(args, spark=None, program=None, phases=None, measured=()):
+def compile_file(args, spark=None, program=None, phases=None, measured=(), notes=None):
     """Parse, check and compile a program file through the lattice (`program`: already
     parsed and checked); store every version. Returns (program, Compilation, [StageDiff]).
     `phases`: a `runtime.phases.Phases` timing attaching, the stages and the saving.
     `measured`: statistics of its inputs measured now (`runtime.statistics.measure`);
     with those `evita analyze` stored, they go into the catalog for the cost-based
-    stages, for relations the program states none for itself (`.plan statistics`)."""
+    stages, for relations the program states none for itself (`.plan statistics`).
+    `notes`: where the scheduler's notes go (one call per note; default: stderr)."""
     from contextlib import nullcontext
 
     from evita.catalog.encode import encode
@@ -345,8 +346,12 @@ def compile_file(args, spark=None, program=None, phases=None, measured=()):
 
         store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     for note in comp.notes:
-        err.print(f"[yellow]note:[/] {_escape(note)}")
+        (notes or print_note)(note)
     return program, comp, diffs
+
+
+def print_note(note: str) -> None:
+    err.print(f"[yellow]note:[/] {_escape(note)}")
 
 
 def _add_statistics(rows, program_id: str, measured, warehouse) -> None:
@@ -448,7 +453,8 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def _print_diffs(shown: list, skipped=frozenset()) -> None:
+def _print_diffs(shown: list, skipped=frozenset(), out=out) -> None:
+    """`out`: the console to print on (the API renders the same text into a string)."""
     for d in shown:
         a, r, c = d.counts
         out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
@@ -457,12 +463,12 @@ def _print_diffs(shown: list, skipped=frozenset()) -> None:
         elif not (a or r or c):
             out.print("  (no rule changed)")
         for text in d.removed:
-            _print_rule("-", text, "red")
+            _print_rule("-", text, "red", out)
         for old, new in d.changed:
-            _print_rule("-", old, "red")
-            _print_rule("+", new, "yellow")
+            _print_rule("-", old, "red", out)
+            _print_rule("+", new, "yellow", out)
         for text in d.added:
-            _print_rule("+", text, "green")
+            _print_rule("+", text, "green", out)
         for line in d.origins or ():
             out.print(f"  [dim]{line}[/]")
 
@@ -522,7 +528,7 @@ def _print_plain_graph(g) -> None:
     out.print(t)
 
 
-def _print_rule(mark: str, text: str, color: str) -> None:
+def _print_rule(mark: str, text: str, color: str, out=out) -> None:
     for i, line in enumerate(text.splitlines()):
         out.print(f"[{color}]{mark if i == 0 else ' '} {_escape(line)}[/]")
 

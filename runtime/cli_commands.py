@@ -196,11 +196,11 @@ def run_file(args, spark=None, previews: bool = False):
     again (persist those Spark computes). Returns (program, dataflow, result, inputs,
     phases), or None when the program computes nothing (reported as a warning)."""
     from ..bootstrap.activity import doing
-    from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.cli import parse_and_check, print_note, report_warning
     from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
-    from .engine import DEFAULT_MAX_ITERATIONS, run
+    from .api import StageOptions, compile_checked
     from .inputs import not_given, output_files, resolve_inputs
     from .io import Inputs, gather_inputs, write_text_outputs
     from .phases import Phases
@@ -234,15 +234,14 @@ def run_file(args, spark=None, previews: bool = False):
         raise
     with doing("the measuring of the inputs"), phases.phase("measure inputs"):
         measured = measure(dict(inputs))
-    final = compiled(args, program, phases, measured)  # attaches the catalog to the session started above
-    with phases.phase("plan"):
-        dataflow = plan(final)
+    # The API's compile and engine run (runtime/api.py); the catalog attached to the session started above.
+    prog = compile_checked(program, spark, StageOptions.from_args(args), measured, phases, notes=print_note)
+    dataflow = prog.plan
     skipped = inputs.skipped
     inputs = Inputs({rel: df for rel, df in inputs.items() if rel in dataflow.relations})  # the stages may drop some
     inputs.skipped = skipped
     with phases.phase("fixpoint"):
-        result = run(dataflow, spark, inputs, max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS,
-                     local=not args.no_local)
+        result = prog.evaluate(inputs, max_iterations=args.max_iterations, local=not args.no_local)
     if previews and (args.souffle_out or args.output):  # written, then previewed: compute each relation once
         for name in set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set()):
             if name not in result.engine.tables:  # the driver's tables cost nothing to read again

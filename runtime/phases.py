@@ -14,6 +14,9 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
+# what SparkContext.setJobGroup sets
+JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
 
 class Phases:
     def __init__(self):
@@ -26,6 +29,9 @@ class Phases:
         started = time.perf_counter()
         group = f"evita-phase-{len(self.seconds)}"
         sc = self.spark.sparkContext if self.spark is not None else None
+        # The job group is a property of the caller's thread: an API user may have set
+        # one of their own, which is theirs again after the phase.
+        saved = {k: sc.getLocalProperty(k) for k in JOB_GROUP} if sc is not None else {}
         if sc is not None:
             sc.setJobGroup(group, name)
         try:
@@ -34,7 +40,8 @@ class Phases:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
             if sc is not None:
                 self.jobs[name] = self.jobs.get(name, 0) + len(sc.statusTracker().getJobIdsForGroup(group))
-                sc.setLocalProperty("spark.jobGroup.id", None)
+                for k, v in saved.items():
+                    sc.setLocalProperty(k, v)
 
     def text(self) -> str:
         total = sum(self.seconds.values()) or 1.0

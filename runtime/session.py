@@ -105,3 +105,27 @@ def _signals_deferred():
 
 def _python() -> str:
     return sys.executable
+
+
+@contextlib.contextmanager
+def settings_kept(spark):
+    """The session's settings after the block are the ones it had before: a SparkSession
+    the user handed to the API is theirs. The steps that need settings of their own
+    (the engine's tuning, the catalog stages' one-partition plans) set and restore them
+    already; this catches whatever one of them, or a later one, leaves behind."""
+    before = _explicit_settings(spark)
+    try:
+        yield
+    finally:
+        after = _explicit_settings(spark)
+        for key, value in before.items():
+            if after.get(key) != value and spark.conf.isModifiable(key):
+                spark.conf.set(key, value)
+        for key in after.keys() - before.keys():
+            if spark.conf.isModifiable(key):
+                spark.conf.unset(key)
+
+
+def _explicit_settings(spark) -> dict:
+    """The settings given explicitly (Spark SQL's SET: a command, no Spark job)."""
+    return {row[0]: row[1] for row in spark.sql("SET").collect()}

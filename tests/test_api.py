@@ -1,0 +1,142 @@
+"""The Python API (runtime/api.py, docs/api.md): compile once, run on DataFrames and on
+files, the answers of the reference evaluator (tests/oracle.py; `evita run` goes through
+the same compile and engine run, and test_cli checks its answers), errors as
+EvitaError, the caller's session left as it was. Two compiles in all: docs/api.md's tc
+serves most tests."""
+from __future__ import annotations
+
+import argparse
+import doctest
+import os
+
+import pytest
+
+import evita
+import oracle
+from conftest import EXAMPLES, REPO
+
+TC = EXAMPLES / "tc.dl"
+# An unusual value the test session never uses: a compile or run that set its own and
+# forgot to put the user's back would show here.
+SHUFFLE = "spark.sql.shuffle.partitions"
+UNUSUAL = "13"
+
+
+def settings(spark) -> dict:
+    return {row[0]: row[1] for row in spark.sql("SET").collect()}
+
+
+@pytest.fixture(scope="module")
+def tc(spark):
+    """docs/api.md's examples run on this test run's one SparkSession, under a session
+    setting of the user's own; its compiled tc then serves the tests below (one compile).
+    The settings before and after are kept for the test of them."""
+    old = spark.conf.get(SHUFFLE, None)
+    spark.conf.set(SHUFFLE, UNUSUAL)
+    cwd = os.getcwd()
+    os.chdir(REPO)  # the examples name files from the repository root
+    try:
+        before = settings(spark)
+        text = (REPO / "docs" / "api.md").read_text()
+        test = doctest.DocTestParser().get_doctest(text, {"spark": spark}, "api.md", str(REPO / "docs" / "api.md"), 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        runner.run(test, clear_globs=False)
+        after = settings(spark)
+    finally:
+        os.chdir(cwd)
+        spark.conf.unset(SHUFFLE) if old is None else spark.conf.set(SHUFFLE, old)
+    return argparse.Namespace(docs=runner.summarize(verbose=False), prog=test.globs.get("prog"), before=before,
+                              after=after)
+
+
+def oracle_rows(program, inputs: dict) -> dict:
+    """The answers of tests/oracle.py, the runtime's independent reference evaluator."""
+    from evita.bootstrap.parser import parse_file
+
+    got = oracle.evaluate(parse_file(program), inputs)
+    return {rel: sorted(tuples) for rel, tuples in got.items()}
+
+
+def facts(path) -> list:
+    return [tuple(line.split("\t")) for line in path.read_text().splitlines() if line]
+
+
+def test_docs_api_md_runs(tc):
+    failed, attempted = tc.docs
+    assert attempted > 5 and failed == 0, "docs/api.md: the failing examples are printed above"
+
+
+def test_the_users_session_settings_are_left_as_they_were(tc):
+    assert tc.before[SHUFFLE] == UNUSUAL
+    assert tc.after == tc.before  # compile and several runs, the results read
+
+
+def test_a_dataframe_in_a_dataframe_out(tc, spark):
+    edges = spark.createDataFrame([(1, 2), (2, 3), (3, 1), (3, 4)], ["src", "dst"])
+    result = tc.prog.run(inputs={"edge": edges})
+    assert result["path"].columns == ["x", "y"]  # the declared names
+    assert result.shown == ["path"] and set(result) == {"edge", "path"}
+    expected = oracle_rows(TC, {"edge": [(1, 2), (2, 3), (3, 1), (3, 4)]})
+    assert result.rows("path") == expected["path"]
+
+
+def test_files_give_the_answers(tc):
+    """tc (recursive) on its facts file, by path and by facts_dir."""
+    edges = [tuple(map(int, t)) for t in facts(EXAMPLES / "tc" / "edge.facts")]
+    expected = oracle_rows(TC, {"edge": edges})["path"]
+    assert len(expected) == 48  # tc.dl's comment
+    assert tc.prog.run(inputs={"edge": str(EXAMPLES / "tc" / "edge.facts")}).rows("path") == expected
+    assert tc.prog.run(facts_dir=EXAMPLES / "tc").rows("path") == expected
+
+
+def test_text_with_negation_and_counting(spark):
+    """negation.dl compiled from its text, run on DataFrames read from its facts files.
+    Magic sets left out: a stage option passed through, and the run a third as long."""
+    source = (EXAMPLES / "negation.dl").read_text()
+    prog = evita.compile(source, spark=spark, name="negation_api", skip="magic_sets")
+    assert "magic_sets" not in {d.stage for d in prog.diffs} and "delta" in {d.stage for d in prog.diffs}
+    read = lambda rel: spark.read.csv(str(EXAMPLES / "negation" / f"{rel}.facts"), sep="\t")  # noqa: E731
+    result = prog.run(inputs={"node": read("node"), "edge": read("edge")})
+    expected = oracle_rows(EXAMPLES / "negation.dl", {rel: facts(EXAMPLES / "negation" / f"{rel}.facts")
+                                                      for rel in ("node", "edge")})
+    assert set(result.shown) == {"unreachable", "sink", "source", "shortcutMissing", "outdeg", "isolatedOrSink"}
+    got = result.engine.tuples(result.shown)  # one Spark action for all of them
+    assert {rel: sorted(got[rel]) for rel in result.shown} == {rel: expected.get(rel, []) for rel in result.shown}
+    assert sorted(got["sink"]) == [("d",), ("f",)] and ("c", 2) in got["outdeg"]  # negation.dl's comment
+
+
+def test_a_bad_program_raises_evita_error_at_its_position(spark):
+    with pytest.raises(evita.EvitaError) as caught:
+        evita.compile("edge(1, 2).\npath(X, Z) :- edge(X, Y).\n", spark=spark, name="unsafe")
+    e = caught.value
+    assert e.first.code == "unsafe-rule" and (e.first.span.line, e.first.span.col) == (2, 9)
+    assert str(e).startswith("<string>:2:9: error[unsafe-rule]")  # as the command line prints it
+    assert "path(X, Z) :- edge(X, Y)." in str(e)
+
+
+def test_bad_calls_raise_evita_error(tc, spark):
+    with pytest.raises(evita.EvitaError, match="no program file"):
+        evita.compile("no/such/file.dl", spark=spark)
+    with pytest.raises(evita.EvitaError, match="inputs\\['edge'\\] has 1 columns"):
+        tc.prog.run(inputs={"edge": spark.range(2)})
+    with pytest.raises(evita.EvitaError, match="column a is string, but edge.x is declared number"):
+        tc.prog.run(inputs={"edge": spark.createDataFrame([("1", 2)], ["a", "b"])})
+    with pytest.raises(evita.EvitaError, match="does not use"):
+        tc.prog.run(inputs={"edges": []})
+    with pytest.raises(evita.EvitaError, match="input-missing|no file"):
+        tc.prog.run(inputs={"edge": "no/such.csv"})
+    with pytest.raises(evita.EvitaError, match="nothing happens over time"):
+        tc.prog.run(steps=3)
+    with pytest.raises(evita.EvitaError, match="no catalog table"):
+        tc.prog.catalog("rules")
+    with pytest.raises(evita.EvitaError, match="did not run"):
+        tc.prog.explain("no_such_stage")
+
+
+def test_catalog_plan_and_explain(tc):
+    rules = tc.prog.catalog("rule").collect()
+    assert rules and {r["program"] for r in rules} == {"tc"} and {r["head_relation"] for r in rules} == {"path"}
+    assert "path" in tc.prog.plan.to_text()
+    text = tc.prog.explain()
+    assert "delta" in text and "v1" in text
+    assert "rule2" in tc.prog.explain("delta") and "const_prop" not in tc.prog.explain("delta")
