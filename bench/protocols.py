@@ -1,8 +1,14 @@
 """Throughput of the protocols before and after the decouple/partition stages, modeled
 (seed 000 §5; research notes §5): a model, not a measurement of Spark or of a network.
 
-    .venv/bin/python bench/protocols.py              # ~2 min on the shared 2-core machine
+    .venv/bin/python bench/protocols.py              # ~2 min on the 2-core machine
     .venv/bin/python bench/protocols.py --seeds 5    # smoke run
+    .venv/bin/python bench/protocols.py --requests 4 # the examples' own 4 requests
+
+Voting and 2PC run with --requests client requests (default 120, ids 1..N, in place of
+the example's 4): a partitioned deployment spreads requests by a hash of their id, and
+4 requests over 5 partitions would measure hash skew, not steady-state load. Paxos
+keeps its own (two proposers' conflicting requests).
 
 For each protocol of examples/protocols, each deployment (as written; as the stages
 rewrite it by default; with directives where the paper chose by hand) runs in the
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -48,6 +55,9 @@ DEPLOYMENTS = {
     "twopc": [
         ("as written", ("decouple", "partition"), ""),
         ("decouple (automatic)", ("partition",), ""),
+        ("decouple + partition x5 (committers, participants' voters and ackers)", (),
+         'partition::count("coordinator_2", 5).\npartition::count("participant", 5).\n'
+         'partition::count("participant_2", 5).'),
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),
@@ -55,19 +65,36 @@ DEPLOYMENTS = {
 }
 
 
-def deployment(spark, protocol: str, skip: tuple, directives: str):
+SCALED = {"voting", "twopc"}  # protocols whose client requests --requests replaces
+
+
+def deployment(spark, protocol: str, skip: tuple, directives: str, requests: int):
     from evita.bootstrap.stage import find_stages
     from evita.runtime.simulate import compile_timed
 
     known = set(find_stages([]))
     skip = tuple(s for s in skip if s in known)
     path = PROTOCOLS / f"{protocol}.olg"
-    if not directives:
-        return compile_timed(str(path), spark, skip=skip)
+    text = path.read_text()
+    if protocol in SCALED:
+        text = with_requests(text, PAPER[protocol][3], requests)
     with tempfile.TemporaryDirectory() as d:
         copy = Path(d) / path.name
-        copy.write_text(directives + "\n" + path.read_text())
+        copy.write_text(directives + "\n" + text)
         return compile_timed(str(copy), spark, skip=skip)
+
+
+def with_requests(text: str, relation: str, n: int) -> str:
+    """The program with its `relation(@"A", Id, "...")` facts replaced by n requests,
+    ids 1..n, at the same address (where the first one was written)."""
+    fact = re.compile(rf'^([ \t]*){relation}\(@"([^"]+)", \d+, "[^"]*"\)\.[ \t]*\n', re.M)
+    found = fact.findall(text)
+    if not found or len({a for _, a in found}) != 1:
+        raise SystemExit(f"{relation}: expected its requests at one address, found {found}")
+    indent, address = found[0]
+    generated = "".join(f'{indent}{relation}(@"{address}", {i}, "v{i}").\n' for i in range(1, n + 1))
+    first = fact.search(text)
+    return text[:first.start()] + generated + fact.sub("", text[first.start():])
 
 
 def demands(timed, seeds: int, steps: int, requests_relation: str) -> dict:
@@ -119,6 +146,7 @@ def fit(bases: dict) -> tuple:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--requests", type=int, default=120, help="client requests of voting and 2PC")
     args = ap.parse_args()
 
     from evita.runtime.session import spark_session
@@ -129,7 +157,7 @@ def main() -> int:
     for protocol, deps in DEPLOYMENTS.items():
         base, factor, machines, requests, steps = PAPER[protocol]
         for name, skip, directives in deps:
-            timed = deployment(spark, protocol, skip, directives)
+            timed = deployment(spark, protocol, skip, directives, args.requests)
             measured[protocol, name] = demands(timed, args.seeds, steps, requests)
     bases = {p: (measured[p, "as written"], PAPER[p][0]) for p in DEPLOYMENTS}
     cost = fit(bases)

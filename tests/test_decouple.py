@@ -195,15 +195,27 @@ def test_explain_shows_the_split_its_checks_and_the_messages(spark, tmp_path, ca
     assert dot.read_text().startswith("digraph")
 
 
-def test_decoupled_then_partitioned_voting_shows_the_same_outputs_at_the_same_steps(spark, tmp_path):
-    """The stages compose as the paper's rewrites do (TR §5.2, voting): the collectors
-    decouple from the leader (automatic), then partition::count directives spread them,
-    and the participants, over 5 partitions each, keyed on the request's Id:
-    1 + 5 + 3 x 5 = 21 nodes."""
-    path = tmp_path / "voting.olg"
-    path.write_text('partition::count("leader_2", 5).\npartition::count("participant", 5).\n'
-                    + (PROTOCOLS / "voting.olg").read_text())
+COMPOSED = [
+    # voting: the collectors decouple from the leader, then they and the participants
+    # spread over 5 partitions each, keyed on the request's Id: 1 + 5 + 3 x 5 = 21 nodes
+    ("voting", 'partition::count("leader_2", 5).\npartition::count("participant", 5).', [1, 5, 15]),
+    # 2PC: the coordinator's commit and end phases decouple from its vote requests (their
+    # location as data rewritten to the logical address), each participant's acker from
+    # its voter; all but the vote requests spread over 5 partitions, keyed on Tx:
+    # 1 + 5 + 3 x 5 + 3 x 5 = 36 nodes
+    ("twopc", 'partition::count("coordinator_2", 5).\npartition::count("participant", 5).\n'
+              'partition::count("participant_2", 5).', [1, 5, 15, 15]),
+]
+
+
+@pytest.mark.parametrize("protocol,directives,sizes", COMPOSED, ids=[c[0] for c in COMPOSED])
+def test_decoupled_then_partitioned_protocols_show_the_same_outputs_at_the_same_steps(spark, tmp_path, protocol,
+                                                                                      directives, sizes):
+    """The stages compose as the paper's rewrites do (TR §5.2): decouple (automatic),
+    then partition::count directives, on a component decouple made too."""
+    path = tmp_path / f"{protocol}.olg"
+    path.write_text(directives + "\n" + (PROTOCOLS / f"{protocol}.olg").read_text())
     rewritten = compile_timed(str(path), spark)
-    assert sorted(len(a) for a in rewritten.components.values()) == [1, 5, 15]
+    assert sorted(len(a) for a in rewritten.components.values()) == sizes
     original, rewritten = _both(spark, path, 60, timed=rewritten)
     assert shown_outputs(rewritten) == shown_outputs(original)
