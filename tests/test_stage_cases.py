@@ -143,6 +143,16 @@ def header_example(text: str, where: str = "<stage>") -> tuple:
     >>> header_example("// d: drop q.\\n//\\n//   p(1). q(2).\\n// =>\\n//   p(1).\\n//\\n// more\\nr1 x(1) :- y(1).\\n")
     ('\\n\\n   p(1). q(2).\\n', '\\n\\n\\n\\n   p(1).\\n')
     """
+    return header_examples(text, where)[0]
+
+
+def header_examples(text: str, where: str = "<stage>") -> list:
+    """Every example of the header (a stage of two rewrites shows one each), in order:
+    [(input text, output text)]; ValueError if there is none.
+
+    >>> len(header_examples("// a\\n//   p(1).\\n// =>\\n//   p(1).\\n// b\\n//   q(1).\\n// =>\\n//   q(2).\\n"))
+    2
+    """
     header = []
     for line in text.splitlines():
         if not line.startswith("//"):
@@ -155,6 +165,7 @@ def header_example(text: str, where: str = "<stage>") -> tuple:
         elif run:
             runs.append(run)
             run = []
+    examples = []
     for run in runs:
         arrows = [i for i in run if header[i] == ARROW]
         if not arrows:
@@ -169,7 +180,9 @@ def header_example(text: str, where: str = "<stage>") -> tuple:
         def block(indices):
             return "\n" * indices[0] + "\n".join(header[i][2:] for i in indices) + "\n" if indices else ""
 
-        return block(before), block(after)
+        examples.append((block(before), block(after)))
+    if examples:
+        return examples
     raise ValueError(f"{where}: the header has no example: indented `//   ` lines holding the input program, "
                      f"a line `{ARROW}`, then the output lines (docs/stages.md, \"Testing a stage\")")
 
@@ -259,11 +272,19 @@ def case_program(stage: str, case: Case) -> S.Program:
     pytest.fail(f"the input of case {case.title!r} does not parse:\n{problem}", pytrace=False)
 
 
-def example_programs(stage: str) -> tuple:
-    """(header input, header output) of a stage file as programs."""
+def example_programs(stage: str, which: int = 0) -> tuple:
+    """(header input, header output) of a stage file's first (or `which`) example as programs."""
     path = STAGES[stage].path
-    before, after = header_example(path.read_text(encoding="utf-8"), str(path))
+    before, after = header_examples(path.read_text(encoding="utf-8"), str(path))[which]
     return parse_program(before, str(path), "example"), parse_program(after, str(path), "example")
+
+
+def example_count(stage: str) -> int:
+    path = STAGES[stage].path
+    try:
+        return len(header_examples(path.read_text(encoding="utf-8"), str(path)))
+    except ValueError:
+        return 1  # test_header_example reports it
 
 
 # ---------------------------------------------------------------- the tests
@@ -310,10 +331,11 @@ def test_cases_include_a_no_op(stage):
         f"(`// expect: {UNCHANGED}`, or a title starting with no-op)")
 
 
-@pytest.mark.parametrize("stage", sorted(STAGES))
-def test_header_example(spark, stage):
+@pytest.mark.parametrize("stage,which", [(s, i) for s in sorted(STAGES) for i in range(example_count(s))],
+                         ids=[f"{s}-{i + 1}" for s in sorted(STAGES) for i in range(example_count(s))])
+def test_header_example(spark, stage, which):
     try:
-        before, after = example_programs(stage)
+        before, after = example_programs(stage, which)
     except Exception as e:  # no example, or one that does not parse
         problem = _message(e)
     else:
