@@ -61,6 +61,10 @@ DEPLOYMENTS = {
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),
+        # the leader's p2a and commit broadcasts (q3, q10) move to proposer/2, which the
+        # proposer forwards what they read (assign, chosen): the paper's p2a proxy leaders
+        ("decouple::functional (p2a and commit broadcasts)", ("partition",),
+         'decouple::functional("proposer", "q3").\ndecouple::functional("proposer", "q10").'),
     ],
 }
 
