@@ -51,6 +51,7 @@ from typing import Callable, Optional
 
 from ..bootstrap import builtins as B
 from ..bootstrap import syntax as S
+from ..bootstrap import ranges
 from .dataflow import RulePlan, Storage, Stratum, term_text
 
 # A stratum whose inputs hold at most this many rows runs here, on the driver
@@ -109,7 +110,10 @@ def unsupported(rules, storages) -> Optional[str]:
             for a in step.args:
                 if not isinstance(a, (S.Var, S.Wildcard, S.Const)) or not _term_ok(a):
                     return f"rule {r.rule} has the term {term_text(a)} in an atom"
-            if step.expr is not None and not _term_ok(step.expr):
+            if step.op == "generate":  # range(...): its arguments are terms like any other
+                if not all(_term_ok(a) for a in step.expr.args):
+                    return f"rule {r.rule} computes {term_text(step.expr)}"
+            elif step.expr is not None and not _term_ok(step.expr):
                 return f"rule {r.rule} computes {term_text(step.expr)}"
         for a in r.head_args:
             if isinstance(a, S.Aggregate):
@@ -229,6 +233,8 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             bound = bound[_truth(_vector(step.expr, bound, condition=True), len(bound))].reset_index(drop=True)
         elif step.op == "assign":
             bound = bound.assign(**{step.var: _full(_vector(step.expr, bound), len(bound))})
+        elif step.op == "generate":
+            bound = _generated(bound, step)
         if not len(bound):  # later terms would bind nothing, and the head reads them
             return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
     out = {}
@@ -237,6 +243,19 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             a = S.Const(1, S.INT) if a.arg is None else a.arg
         out[f"c{i}"] = _full(_vector(a, bound), len(bound))
     return pd.DataFrame(out)
+
+
+def _generated(bound, step):
+    """`bound` with one row per value of the step's range for each of its rows."""
+    import pandas as pd
+
+    n = len(bound)
+    args = [_full(_vector(a, bound), n) for a in step.expr.args]
+    values = [ranges.values(*[a[i].item() if hasattr(a[i], "item") else a[i] for a in args]) for i in range(n)]
+    counts = [len(v) for v in values]
+    out = bound.loc[bound.index.repeat(counts)].reset_index(drop=True)
+    flat = [x for v in values for x in v]
+    return out.assign(**{step.var: pd.Series(flat, dtype=None if flat else "int64")})
 
 
 def _const(c: S.Const):
