@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from .builtins import canonical
 from .syntax import Aggregate, Assign, Atom, BinOp, Call, Cond, ListExpr, Rule, Select, UnOp, Var
 
 NAME = "range"
 
 
 def is_range(term) -> bool:
-    return isinstance(term, Call) and term.func == NAME
+    return isinstance(term, Call) and canonical(term.func) == NAME  # also Overlog's f_range
 
 
 def step_of(a, b, step=None):

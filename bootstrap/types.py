@@ -28,6 +28,7 @@ import difflib
 from typing import Iterator, Optional
 
 from .diagnostics import Diagnostic
+from .ranges import is_range
 from .syntax import (
     BOOL, FLOAT, INT, PRIMITIVE_TYPES, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Program,
     Rule, Select, TypeDecl, UnOp, Var, COMPARISONS,
@@ -186,7 +187,9 @@ class _RuleTypes:
         for atom in sorted(atoms, key=lambda a: a.negated):  # positive atoms say first
             self.atom(atom, body=not atom.negated)
         for lit in self.rule.body:
-            if isinstance(lit, Assign):
+            if isinstance(lit, Assign) and is_range(lit.expr):
+                self.bind(lit.var, self.range_kind(lit.expr), None, "the range assigned to " + lit.var.name)
+            elif isinstance(lit, Assign):
                 self.bind(lit.var, self.expr_kind(lit.expr), None, "the assignment to " + lit.var.name)
             elif isinstance(lit, Select):
                 self.condition(lit.expr)
@@ -274,6 +277,25 @@ class _RuleTypes:
         if isinstance(t, UnOp) and t.op == "-":
             return self.expr_kind(t.arg)
         return None
+
+    def range_kind(self, call) -> Optional[str]:
+        """The kind of range(a, b[, step])'s values: its arguments', which must be
+        numbers of one kind (whole-number constants fit any)."""
+        kinds = [(a, self.expr_kind(a)) for a in call.args]
+        for a, kind in kinds:
+            if kind not in (None, "int", "number", "unsigned", "float"):
+                self.mismatch(a if getattr(a, "span", None) else call, f"range takes numbers, but {_text(a) or 'its argument'} "
+                              f"is {_SHOWN.get(kind, kind)}", "range(a, b[, step]) counts over numbers, unsigned "
+                              "numbers or floats")
+                return None
+        known = {kind for _, kind in kinds if kind not in (None, "int")}
+        if len(known) > 1:
+            self.mismatch(call, "range's arguments mix " + " and ".join(_SHOWN[k] for k in sorted(known)),
+                          "give range arguments of one type; convert with to_float or to_number")
+            return None
+        if known:
+            return known.pop()
+        return "int" if all(kind == "int" for _, kind in kinds) else None
 
     def mismatch(self, node, message: str, hint: str):
         span = getattr(node, "span", None)

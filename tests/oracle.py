@@ -13,6 +13,7 @@ Semantics it pins down (the runtime must agree):
   list<X> the sorted list; all rules of an aggregated relation feed one grouping;
 - min/max inside recursion follow PreM: the constraint is applied after every step;
 - `delete` rules remove their tuples after the fixpoint (deferred deletion);
+- `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
 - `/` is division as Spark does it (always fractional), `%` takes the dividend's sign.
 Primary-key replacement is not modelled (it depends on evaluation order).
 """
@@ -23,6 +24,7 @@ import re
 from collections import defaultdict
 
 from evita.bootstrap import builtins as B
+from evita.bootstrap import ranges
 from evita.bootstrap import syntax as S
 
 
@@ -177,6 +179,8 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
         while progress:
             progress = False
             for l in list(pending):
+                if isinstance(l, S.Assign) and ranges.is_range(l.expr):
+                    continue  # several values: `search` branches on it
                 if isinstance(l, S.Assign):
                     if set(S.term_vars(l.expr)) <= env.keys():
                         v = _eval(l.expr, env)
@@ -198,6 +202,17 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
     def search(i, env, pending):
         env, pending = rest(dict(env), pending)
         if env is None:
+            return
+        generator = next((l for l in pending if isinstance(l, S.Assign) and ranges.is_range(l.expr)
+                          and set(S.term_vars(l.expr)) <= env.keys()), None)
+        if generator is not None:  # x = range(...): the rest once per value
+            left = [l for l in pending if l is not generator]
+            name = generator.var.name
+            for v in ranges.values(*[_eval(a, env) for a in generator.expr.args]):
+                if name not in env:
+                    search(i, {**env, name: v}, left)
+                elif env[name] == v:
+                    search(i, env, left)
             return
         if i == len(positive):
             for l in pending:  # negations; selections whose variables never got bound fail
