@@ -31,6 +31,7 @@ from ..runtime.dataflow import (
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
+from .division import whole_divisions
 from .ranges import is_range
 from .types import TypeSystem
 
@@ -70,7 +71,7 @@ class _Planner:
 
     def run(self) -> Dataflow:
         prog = self.program
-        rules = G.same_timestep(prog, writes=True)
+        rules = whole_divisions(G.same_timestep(prog, writes=True), prog)  # Soufflé's `/` on numbers
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)
         self.raise_if_failed()

@@ -58,7 +58,7 @@ from .dataflow import RulePlan, Storage, Stratum, term_text
 # (`Engine.run_small`); the measured crossover is in docs/performance.md.
 SMALL_ROWS = 200_000
 
-_OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
+_OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
                "hash", "upper", "lower")
@@ -313,9 +313,13 @@ def _vector(t, b, condition: bool = False):
     op = t.op
     inner = condition and op in ("&&", "||")
     left, right = _vector(t.left, b, inner), _vector(t.right, b, inner)
-    if op in ("/", "%"):
+    if op in ("/", "//", "%"):
         if np.any(np.asarray(right) == 0):
             raise Unsupported(f"{op} by zero")
+        if op == "//":  # Soufflé's `/` on whole numbers (bootstrap/division.py): C's, toward zero
+            left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+            quotient = np.abs(left) // np.abs(right)
+            return np.where((left < 0) != (right < 0), -quotient, quotient)
         return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
     if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
         raise Unsupported(f"{op} on text")

@@ -199,8 +199,15 @@ BUILTIN_SQL: dict = {
     "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
 }
 
+def _whole_division(this, expression):
+    """Soufflé's `/` on whole numbers (bootstrap/division.py): Spark's DIV truncates
+    toward zero as C does; by zero it is null (Spark's ANSI mode would fail the job)."""
+    zero = exp.EQ(this=exp.Paren(this=expression.copy()), expression=lit(0))
+    return exp.Case(ifs=[exp.If(this=zero, true=exp.Null())], default=exp.IntDiv(this=this, expression=expression))
+
+
 _BINOPS = {
-    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
+    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod, "//": _whole_division,
     "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
     "&&": exp.And, "||": exp.Or,
 }

@@ -14,7 +14,9 @@ Semantics it pins down (the runtime must agree):
 - min/max inside recursion follow PreM: the constraint is applied after every step;
 - `delete` rules remove their tuples after the fixpoint (deferred deletion);
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
-- `/` is division as Spark does it (always fractional), `%` takes the dividend's sign.
+- `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
+  `/` on two whole numbers truncates toward zero, and by zero derives nothing;
+  `%` takes the dividend's sign.
 Primary-key replacement is not modelled (it depends on evaluation order).
 """
 from __future__ import annotations
@@ -32,8 +34,13 @@ class Unstratifiable(Exception):
     pass
 
 
+class NoValue(Exception):
+    """A Soufflé whole-number division by zero: the valuation derives nothing."""
+
+
 def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 10_000) -> dict:
     """relation -> set of tuples (lists as tuples)."""
+    _DIALECT[0] = program.dialect
     db: dict = defaultdict(set)
     for f in program.facts:
         db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
@@ -200,6 +207,12 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
         return env, pending
 
     def search(i, env, pending):
+        try:
+            valuation(i, env, pending)
+        except NoValue:
+            return
+
+    def valuation(i, env, pending):
         env, pending = rest(dict(env), pending)
         if env is None:
             return
@@ -270,6 +283,16 @@ def _const(t):
     raise ValueError(t)
 
 
+# Whether `/` is Soufflé's whole-number division: the program is Soufflé's (set by
+# `evaluate`) and both values are whole numbers. Decided on the values, not the planner's
+# types, so that the two are checked against each other.
+_DIALECT = ["overlog"]
+
+
+def _souffle_whole(a, b) -> bool:
+    return _DIALECT[0] == "souffle" and all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
+
+
 def _eval(t, env):
     if isinstance(t, S.Var):
         return env[t.name]
@@ -296,6 +319,10 @@ def _eval(t, env):
             return a - b
         if t.op == "*":
             return a * b
+        if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
+            if b == 0:
+                raise NoValue(t)
+            return (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
         if t.op == "/":
             return None if b == 0 else a / b
         if t.op == "%":

@@ -142,7 +142,17 @@ shown(s) :- pos(0), s = to_string(12).
 un(u) :- pos(0), u = to_unsigned("5").
 .decl mm(a: number, b: number)
 mm(a, b) :- pos(0), a = min(3, 1, 2), b = max(3, 1, 2).
+.decl quot(x: number, y: number, q: number)
+quot(x, y, x / y) :- pos(x), pos(y), x < 4.
+.decl fquot(f: float)
+fquot(f) :- pos(0), f = 7.0 / 2.
 """
+
+
+def _c_division(x: int, y: int) -> int:
+    """C's `/` on integers: truncated toward zero."""
+    return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+
 
 H = ("hello",)
 FUNCTORS_EXPECTED = {
@@ -157,6 +167,9 @@ FUNCTORS_EXPECTED = {
     "whole": {H}, "partial": set(), "blank": {("",)},
     "num": {("42", 42), ("-7", -7)}, "trunc": {(2,)}, "fl": {(3.0,)}, "shown": {("12",)}, "un": {(5,)},
     "mm": {(1, 3)},
+    # Soufflé's `/` on numbers truncates toward zero; by zero Evita derives nothing
+    "quot": {(x, y, _c_division(x, y)) for x in (-1, 0, 2, 3) for y in (-1, 0, 2, 3, 5, 6) if y != 0},
+    "fquot": {(3.5,)},
 }
 
 
@@ -293,3 +306,25 @@ halves(x) :- x = range(0.0, 2.0, 0.5).
 ])
 def test_range_misuse_is_positioned(text, expected):
     assert errors(DECLS + text) == expected
+
+
+# ---------------------------------------------------------------- `/` on whole numbers
+
+def _divisions(text: str, path: str) -> list:
+    from evita.bootstrap.planner import plan
+
+    flow = plan(check_program(parse_program(text, path)))
+    return [term for st in flow.strata for r in st.init_rules + st.delta_rules for step in r.steps
+            for term in [step.expr] if isinstance(term, S.BinOp) and term.op in ("/", "//")]
+
+
+def test_soufflé_divides_whole_numbers_whole_and_overlog_as_spark():
+    souffle = ".decl a(x: number, f: float)\n.decl q(x: number, y: float)\na(7, 2.0).\n" \
+              "q(x, y) :- a(n, f), x = n / 2, y = f / 2.\n"
+    ops = [t.op for t in _divisions(souffle, "t.dl")]
+    assert sorted(ops) == ["/", "//"]
+    assert [t.op for t in _divisions("a(7). q(Y) :- a(X), Y := X / 2.", "t.olg")] == ["/"]
+
+
+def test_whole_division_is_spark_div_and_null_by_zero():
+    assert SQL.sql(S.BinOp("//", S.Var("i"), S.Var("i"))) == "(CASE WHEN (a1) = 0 THEN NULL ELSE a1 DIV a1 END)"
