@@ -99,6 +99,8 @@ def _kind(t, kinds: dict):
         return _kind(t.arg, kinds)
     if isinstance(t, BinOp) and t.op in _ARITHMETIC | {WHOLE_DIVISION}:
         return _joined([_kind(t.left, kinds), _kind(t.right, kinds)])
+    if isinstance(t, Call) and t.func == "as":  # a cast stays within its kind
+        return _kind(t.args[0], kinds)
     if isinstance(t, Call) and t.func in ("min", "max", "abs", "range"):
         return _joined([_kind(a, kinds) for a in t.args])
     if isinstance(t, Call) and t.func in ("strlen", "ord", "to_number"):

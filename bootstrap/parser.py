@@ -34,7 +34,7 @@ from .folding import FoldError, fold
 from .components import expand_components
 from .dedalus_checks import _term_calls, tick_in_fact
 from .inline import inline_relations
-from . import ranges
+from . import casts, ranges
 from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
@@ -1199,7 +1199,8 @@ class _Lowering:
         self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
 
     def _rule_equalities(self, rule: Rule, out):
-        out.append(ranges.hoisted(replace(rule, body=tuple(_lower_equalities(list(rule.body))))))
+        rule = casts.normalized(replace(rule, body=tuple(_lower_equalities(list(rule.body)))), self.diagnostics.append)
+        out.append(ranges.hoisted(rule))
 
     def _aggregate_helper(self, rule: Rule, body: list, at, agg: BodyAggregate, result: Var, k: int,
                           outside: set, out: list) -> Atom:

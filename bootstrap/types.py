@@ -28,6 +28,7 @@ import difflib
 from typing import Iterator, Optional
 
 from .diagnostics import Diagnostic
+from .casts import casts_in, is_cast, target_type
 from .ranges import is_range
 from .syntax import (
     BOOL, FLOAT, INT, PRIMITIVE_TYPES, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Program,
@@ -195,6 +196,8 @@ class _RuleTypes:
                 self.condition(lit.expr)
         self.atom(self.rule.head, body=False)
         self.head_subtypes()
+        for call in casts_in(self.rule):
+            self.cast(call)
         return self.found
 
     # -- atoms
@@ -255,7 +258,8 @@ class _RuleTypes:
                 self.mismatch(arg, f"variable {arg.name} has type {t} (from {where}), but column {i + 1} of "
                               f"{self.rule.head.relation} has type {col.type}, and {t} is not a subtype of "
                               f"{col.type}",
-                              f"declare the column as {t}, or {t} as a subtype of {col.type}")
+                              f"declare the column as {t}, or {t} as a subtype of {col.type}, or cast the value: "
+                              f"as({arg.name}, {col.type})")
 
     # -- expressions
     def condition(self, expr):
@@ -272,11 +276,30 @@ class _RuleTypes:
             return held[0] if held else None
         if isinstance(t, Const):
             return {INT: "int", FLOAT: "float", STRING: "symbol", BOOL: "bool"}.get(t.type)
+        if is_cast(t):
+            name = target_type(t)
+            return self.types.kind(name) if name is not None and self.types.known(name) else None
         if isinstance(t, Call):
             return _CALL_KINDS.get(t.func[2:] if t.func.startswith("f_") else t.func)
         if isinstance(t, UnOp) and t.op == "-":
             return self.expr_kind(t.arg)
         return None
+
+    def cast(self, call):
+        """`as(x, T)`: T is a known type, of x's kind (Evita does not reinterpret bits)."""
+        name = target_type(call)
+        if name is None:
+            return
+        if not self.types.known(name):
+            self.found.append(unknown_type(name, call.args[1].span if call.args[1].span.line else call.span,
+                                           list(self.types.decls)))
+            return
+        got, kind = self.expr_kind(call.args[0]), self.types.kind(name)
+        if got is not None and kind is not None and not _fits(got, kind, call.args[0]):
+            convert = {"float": "to_float", "number": "to_number", "unsigned": "to_unsigned", "symbol": "to_string"}
+            self.mismatch(call, f"as casts {_text(call.args[0]) or 'a value'}, {_SHOWN.get(got, got)}, to {name}, "
+                          f"{_SHOWN.get(kind, kind)}: a cast stays within its kind",
+                          f"convert with {convert.get(kind, 'a conversion functor')}(...) instead")
 
     def range_kind(self, call) -> Optional[str]:
         """The kind of range(a, b[, step])'s values: its arguments', which must be

@@ -62,7 +62,7 @@ _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
                "hash", "upper", "lower")
-_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
+_CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
                # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
@@ -305,6 +305,8 @@ def _vector(t, b, condition: bool = False):
         args = [_vector(a, b) for a in t.args]
         if B.canonical(t.func) == "abs":
             return np.abs(args[0])
+        if B.canonical(t.func) == "as":  # a cast: the value itself
+            return args[0]
         combine = np.minimum if B.canonical(t.func) == "min" else np.maximum
         out = args[0]
         for a in args[1:]:

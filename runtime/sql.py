@@ -168,6 +168,7 @@ BUILTIN_SQL: dict = {
         true=fn("concat", a[2], fn("substring", a[0], exp.Add(this=fn("length", a[1]), expression=lit(1)))),
         false=a[0]),
     "abs": lambda a, t, arr: fn("abs", a[0]),
+    "as": lambda a, t, arr: a[0],  # a cast: the value itself (bootstrap/casts.py)
     "range": lambda a, t, arr: _range_values(*a),  # an array: a generate step explodes it
     "min": lambda a, t, arr: fn("least", *a),
     "max": lambda a, t, arr: fn("greatest", *a),

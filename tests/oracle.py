@@ -335,6 +335,8 @@ def _eval(t, env):
     if isinstance(t, S.Call):
         name = B.canonical(t.func)
         args = [_eval(a, env) for a in t.args]
+        if name == "as":  # Soufflé's cast: the value itself
+            return args[0]
         if name == "cons":
             return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
         if name == "contains":

@@ -146,6 +146,9 @@ mm(a, b) :- pos(0), a = min(3, 1, 2), b = max(3, 1, 2).
 quot(x, y, x / y) :- pos(x), pos(y), x < 4.
 .decl fquot(f: float)
 fquot(f) :- pos(0), f = 7.0 / 2.
+.type Id <: number
+.decl ids(i: Id)
+ids(as(i, Id)) :- pos(i), i > 2.
 """
 
 
@@ -170,6 +173,7 @@ FUNCTORS_EXPECTED = {
     # Soufflé's `/` on numbers truncates toward zero; by zero Evita derives nothing
     "quot": {(x, y, _c_division(x, y)) for x in (-1, 0, 2, 3) for y in (-1, 0, 2, 3, 5, 6) if y != 0},
     "fquot": {(3.5,)},
+    "ids": {(3,), (5,), (6,)},  # as(i, Id): a number read as an Id, unchanged
 }
 
 
@@ -328,3 +332,27 @@ def test_soufflé_divides_whole_numbers_whole_and_overlog_as_spark():
 
 def test_whole_division_is_spark_div_and_null_by_zero():
     assert SQL.sql(S.BinOp("//", S.Var("i"), S.Var("i"))) == "(CASE WHEN (a1) = 0 THEN NULL ELSE a1 DIV a1 END)"
+
+
+# ---------------------------------------------------------------- as(x, T)
+
+CASTS = ".type Id <: number\n.decl a(x: number)\n.decl r(x: Id)\n.decl f(x: float)\n"
+
+
+def test_a_cast_keeps_its_type_as_a_string_and_prints_back():
+    program = parse_program(CASTS + "r(as(x, Id)) :- a(x).", "t.dl")
+    assert program.rules[0].head.args[0] == S.Call("as", (S.Var("x"), S.Const("Id", S.STRING)))
+    assert round_trips(check_program(program))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("r(x) :- a(x).", [("type-mismatch", 5, 3, "rule rule1: variable x has type number (from a (column 1, type "
+                        "number)), but column 1 of r has type Id, and number is not a subtype of Id")]),
+    ("r(as(x, Idd)) :- a(x).", [("unknown-type", 5, 9, "unknown type Idd")]),
+    ("f(as(x, float)) :- a(x).", [("type-mismatch", 5, 3, "rule rule1: as casts x, a number, to float, a float: "
+                                   "a cast stays within its kind")]),
+    ("r(as(x)) :- a(x).", [("function-arity", 5, 3, "as takes 2 arguments, not 1")]),
+    ("r(as(x, 3)) :- a(x).", [("syntax", 5, 9, "the second argument of as(x, T) is a type name")]),
+])
+def test_cast_misuse_is_positioned(text, expected):
+    assert errors(CASTS + text) == expected
