@@ -338,11 +338,11 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
             values = Expr(env, arrays, now).compile(step.expr)
             names = list(env)
             columns = [exp.alias_(env[v].copy(), f"v{i}", copy=False) for i, v in enumerate(names)]
-            columns.append(exp.alias_(fn("explode", values), "g", copy=False))
+            columns.append(exp.alias_(fn("explode", values), f"v{len(names)}", copy=False))
             alias = f"g{k}"
             inner = subquery(_assemble(columns, tables, where, one_partition), alias)
             env = {v: exp.column(f"v{i}", table=alias) for i, v in enumerate(names)}
-            env[step.var] = exp.column("g", table=alias)
+            env[step.var] = exp.column(f"v{len(names)}", table=alias)
             tables, where = [(alias, inner, [], "from", "")], []
     projections = []
     ex = Expr(env, arrays, now)
