@@ -10,9 +10,10 @@ Floats: the k-th value is a + k*s, not Soufflé's running sum a+s+s+...; the two
 differ in the last bit (and so in whether a value just below b is produced).
 
 The planner evaluates a range only as a whole assignment `x = range(...)` (a generator
-step). `hoisted` gives every other range its own variable: `r(range(1, 3))` becomes
-`r(_range1) :- _range1 = range(1, 3)`, and `y = range(1, 4) + 1` becomes
-`_range1 = range(1, 4), y = _range1 + 1`.
+step: runtime/dataflow.py's `generate`). `hoisted` gives every other range its own
+variable: `r(range(1, 3))` becomes `r(_range1) :- _range1 = range(1, 3)`, and
+`y = range(1, 4) + 1` becomes `_range1 = range(1, 4), y = _range1 + 1`; `x = range(..)`
+where an atom binds x too stays a generator (the planner then filters on x).
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def values(a, b, step=None) -> list:
 def hoisted(rule: Rule) -> Rule:
     """`rule` with every range call not already a whole assignment `x = range(...)` moved
     into one of its own, placed before the literal that used it."""
-    fresh = _Fresh(rule)
+    fresh = _Fresh()
     body: list = []
     for lit in rule.body:
         if isinstance(lit, Assign) and is_range(lit.expr):
@@ -91,7 +92,9 @@ def _var_in_range(expr) -> bool:
 
 
 class _Fresh:
-    def __init__(self, rule: Rule):
+    """Numbers the variables `_range1`, `_range2`, ... of one rule."""
+
+    def __init__(self):
         self.count = 0
 
     def term(self, t, body: list):
