@@ -64,6 +64,10 @@ _ALL = [
     Builtin("upper", 1, 1, "upper(S) (Evita's; Soufflé has none)"),
     # numbers
     Builtin("abs", 1, 1, "abs(N)"),
+    Builtin("as", 2, 2, "as(X, T): X read as a value of type T (Soufflé's cast: no-op at run time, "
+            "within one kind)"),
+    Builtin("range", 2, 3, "range(A, B[, S]): Soufflé's multi-valued functor: a tuple per value A, A+S, "
+            "A+2S, ... before B (B excluded); S is 1, or -1 when A > B; with S = 0, A alone unless A = B"),
     Builtin("min", 2, None, "min(A, B, ...): the least argument (a function, not the aggregate)"),
     Builtin("max", 2, None, "max(A, B, ...): the greatest argument"),
     Builtin("pow", 2, 2, "pow(A, B): A to the power B"),

@@ -44,6 +44,8 @@ def fold(term) -> Optional[Const]:
         if left is None or right is None or not _numeric(left, right):
             return None
         return _number(_ARITHMETIC[term.op](left.value, right.value, term), term)
+    if isinstance(term, Call) and canonical(term.func) == "as" and len(term.args) == 2:
+        return fold(term.args[0])  # a cast: the value itself (bootstrap/casts.py)
     if isinstance(term, Call):
         args = [fold(a) for a in term.args]
         if any(a is None for a in args):

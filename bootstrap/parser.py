@@ -34,6 +34,7 @@ from .folding import FoldError, fold
 from .components import expand_components
 from .dedalus_checks import _term_calls, tick_in_fact
 from .inline import inline_relations
+from . import casts, ranges
 from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
@@ -921,8 +922,6 @@ def _name_of(x) -> str:
 _NOT_YET_TERMS = {
     "nil": ("nil (the empty record; records are not supported)",
             "declare the column with a primitive type and use a sentinel value such as 0 or \"\""),
-    "range": ("range(a, b[, step]) (a multi-valued functor)",
-              "generate the values with a recursive rule: n(a). n(i + 1) :- n(i), i + 1 < b."),
     "autoinc": ("autoinc() (a counter that depends on evaluation order)",
                 "build a deterministic key instead, e.g. id(x, y) or a count aggregate"),
 }
@@ -1023,7 +1022,7 @@ class _Lowering:
             out.append(item)
 
     def _has_unsupported_term(self, c: _Clause) -> bool:
-        """Report the first Soufflé term not supported yet in `c` (`nil`, `range(...)`,
+        """Report the first Soufflé term not supported yet in `c` (`nil`,
         `autoinc()`), once: the clause is then dropped, so no follow-up errors."""
         if not self.souffle:
             return False
@@ -1035,12 +1034,18 @@ class _Lowering:
         self.error("syntax", f"{what} is not supported yet", node.span, word, hint)
         return True
 
+    def _is_range_call(self, node) -> bool:
+        if isinstance(node, (Call, _RawCall)):
+            name = node.func if isinstance(node, Call) else node.name
+            return name == ranges.NAME and name not in self.columns
+        return False
+
     def _unsupported_term(self, node) -> bool:
         if isinstance(node, Var):
             return node.name == "nil"
         if isinstance(node, (Call, _RawCall)):
             name = node.func if isinstance(node, Call) else node.name
-            return name in ("range", "autoinc") and name not in self.columns
+            return name == "autoinc" and name not in self.columns
         return False
 
     # -- qualifiers
@@ -1065,6 +1070,9 @@ class _Lowering:
         if c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
                 and any(_aggregate_terms(a) for a in c.head.args):
             c = replace(c, body=[])  # `total(sum x : v(x)).`: a rule; its aggregates make its body
+        elif c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
+                and any(self._is_range_call(n) for n in _raw_nodes(c.head.args)):
+            c = replace(c, body=[])  # `n(range(0, 3)).`: a rule whose range makes its body
         if c.body is None:
             if words == ["query"]:
                 out.append(Query(self._head(c, "a query"), c.span))
@@ -1191,7 +1199,8 @@ class _Lowering:
         self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
 
     def _rule_equalities(self, rule: Rule, out):
-        out.append(replace(rule, body=tuple(_lower_equalities(list(rule.body)))))
+        rule = casts.normalized(replace(rule, body=tuple(_lower_equalities(list(rule.body)))), self.diagnostics.append)
+        out.append(ranges.hoisted(rule))
 
     def _aggregate_helper(self, rule: Rule, body: list, at, agg: BodyAggregate, result: Var, k: int,
                           outside: set, out: list) -> Atom:

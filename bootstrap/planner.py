@@ -31,6 +31,8 @@ from ..runtime.dataflow import (
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
+from .division import whole_divisions
+from .ranges import is_range
 from .types import TypeSystem
 
 __all__ = ["plan", "plan_catalog", "const_value", "deletion_relation", "DELETION_SUFFIX"]
@@ -69,7 +71,7 @@ class _Planner:
 
     def run(self) -> Dataflow:
         prog = self.program
-        rules = G.same_timestep(prog, writes=True)
+        rules = whole_divisions(G.same_timestep(prog, writes=True), prog)  # Soufflé's `/` on numbers
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)
         self.raise_if_failed()
@@ -230,6 +232,12 @@ class _Planner:
                 method = self.methods.get((rule.name, rule.body.index(l) + 1), "")
                 steps.append(Step(op, l.relation, l.args, l.delta and l.relation == driven_by, keys, method,
                                   span=l.span))
+            elif isinstance(l, S.Assign) and is_range(l.expr):  # a generator: one row per value
+                var = l.var.name if l.var.name not in bound else f"{l.var.name}_generated"
+                steps.append(Step("generate", expr=l.expr, var=var, span=l.span))
+                if var != l.var.name:  # already bound: the value must be one of the range's
+                    steps.append(Step("filter", expr=S.BinOp("==", l.var, S.Var(var, l.span)), span=l.span))
+                bound.add(var)
             elif isinstance(l, S.Assign):
                 if l.var.name in bound:  # already bound: the assignment is a test
                     steps.append(Step("filter", expr=S.BinOp("==", l.var, l.expr), span=l.span))

@@ -28,6 +28,8 @@ import difflib
 from typing import Iterator, Optional
 
 from .diagnostics import Diagnostic
+from .casts import casts_in, is_cast, target_type
+from .ranges import is_range
 from .syntax import (
     BOOL, FLOAT, INT, PRIMITIVE_TYPES, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Program,
     Rule, Select, TypeDecl, UnOp, Var, COMPARISONS,
@@ -186,12 +188,16 @@ class _RuleTypes:
         for atom in sorted(atoms, key=lambda a: a.negated):  # positive atoms say first
             self.atom(atom, body=not atom.negated)
         for lit in self.rule.body:
-            if isinstance(lit, Assign):
+            if isinstance(lit, Assign) and is_range(lit.expr):
+                self.bind(lit.var, self.range_kind(lit.expr), None, "the range assigned to " + lit.var.name)
+            elif isinstance(lit, Assign):
                 self.bind(lit.var, self.expr_kind(lit.expr), None, "the assignment to " + lit.var.name)
             elif isinstance(lit, Select):
                 self.condition(lit.expr)
         self.atom(self.rule.head, body=False)
         self.head_subtypes()
+        for call in casts_in(self.rule):
+            self.cast(call)
         return self.found
 
     # -- atoms
@@ -252,7 +258,8 @@ class _RuleTypes:
                 self.mismatch(arg, f"variable {arg.name} has type {t} (from {where}), but column {i + 1} of "
                               f"{self.rule.head.relation} has type {col.type}, and {t} is not a subtype of "
                               f"{col.type}",
-                              f"declare the column as {t}, or {t} as a subtype of {col.type}")
+                              f"declare the column as {t}, or {t} as a subtype of {col.type}, or cast the value: "
+                              f"as({arg.name}, {col.type})")
 
     # -- expressions
     def condition(self, expr):
@@ -269,11 +276,49 @@ class _RuleTypes:
             return held[0] if held else None
         if isinstance(t, Const):
             return {INT: "int", FLOAT: "float", STRING: "symbol", BOOL: "bool"}.get(t.type)
+        if is_cast(t):
+            name = target_type(t)
+            return self.types.kind(name) if name is not None and self.types.known(name) else None
         if isinstance(t, Call):
             return _CALL_KINDS.get(t.func[2:] if t.func.startswith("f_") else t.func)
         if isinstance(t, UnOp) and t.op == "-":
             return self.expr_kind(t.arg)
         return None
+
+    def cast(self, call):
+        """`as(x, T)`: T is a known type, of x's kind (Evita does not reinterpret bits)."""
+        name = target_type(call)
+        if name is None:
+            return
+        if not self.types.known(name):
+            self.found.append(unknown_type(name, call.args[1].span if call.args[1].span.line else call.span,
+                                           list(self.types.decls)))
+            return
+        got, kind = self.expr_kind(call.args[0]), self.types.kind(name)
+        if got is not None and kind is not None and not _fits(got, kind, call.args[0]):
+            convert = {"float": "to_float", "number": "to_number", "unsigned": "to_unsigned", "symbol": "to_string"}
+            self.mismatch(call, f"as casts {_text(call.args[0]) or 'a value'}, {_SHOWN.get(got, got)}, to {name}, "
+                          f"{_SHOWN.get(kind, kind)}: a cast stays within its kind",
+                          f"convert with {convert.get(kind, 'a conversion functor')}(...) instead")
+
+    def range_kind(self, call) -> Optional[str]:
+        """The kind of range(a, b[, step])'s values: its arguments', which must be
+        numbers of one kind (whole-number constants fit any)."""
+        kinds = [(a, self.expr_kind(a)) for a in call.args]
+        for a, kind in kinds:
+            if kind not in (None, "int", "number", "unsigned", "float"):
+                self.mismatch(a if getattr(a, "span", None) else call, f"range takes numbers, but {_text(a) or 'its argument'} "
+                              f"is {_SHOWN.get(kind, kind)}", "range(a, b[, step]) counts over numbers, unsigned "
+                              "numbers or floats")
+                return None
+        known = {kind for _, kind in kinds if kind not in (None, "int")}
+        if len(known) > 1:
+            self.mismatch(call, "range's arguments mix " + " and ".join(_SHOWN[k] for k in sorted(known)),
+                          "give range arguments of one type; convert with to_float or to_number")
+            return None
+        if known:
+            return known.pop()
+        return "int" if all(kind == "int" for _, kind in kinds) else None
 
     def mismatch(self, node, message: str, hint: str):
         span = getattr(node, "span", None)

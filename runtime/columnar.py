@@ -51,17 +51,18 @@ from typing import Callable, Optional
 
 from ..bootstrap import builtins as B
 from ..bootstrap import syntax as S
+from ..bootstrap import ranges
 from .dataflow import RulePlan, Storage, Stratum, term_text
 
 # A stratum whose inputs hold at most this many rows runs here, on the driver
 # (`Engine.run_small`); the measured crossover is in docs/performance.md.
 SMALL_ROWS = 200_000
 
-_OPS = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
+_OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
                "hash", "upper", "lower")
-_CALLS = ("abs", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
+_CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
                # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
@@ -109,7 +110,10 @@ def unsupported(rules, storages) -> Optional[str]:
             for a in step.args:
                 if not isinstance(a, (S.Var, S.Wildcard, S.Const)) or not _term_ok(a):
                     return f"rule {r.rule} has the term {term_text(a)} in an atom"
-            if step.expr is not None and not _term_ok(step.expr):
+            if step.op == "generate":  # range(...): its arguments are terms like any other
+                if not all(_term_ok(a) for a in step.expr.args):
+                    return f"rule {r.rule} computes {term_text(step.expr)}"
+            elif step.expr is not None and not _term_ok(step.expr):
                 return f"rule {r.rule} computes {term_text(step.expr)}"
         for a in r.head_args:
             if isinstance(a, S.Aggregate):
@@ -229,6 +233,8 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             bound = bound[_truth(_vector(step.expr, bound, condition=True), len(bound))].reset_index(drop=True)
         elif step.op == "assign":
             bound = bound.assign(**{step.var: _full(_vector(step.expr, bound), len(bound))})
+        elif step.op == "generate":
+            bound = _generated(bound, step)
         if not len(bound):  # later terms would bind nothing, and the head reads them
             return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
     out = {}
@@ -237,6 +243,19 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             a = S.Const(1, S.INT) if a.arg is None else a.arg
         out[f"c{i}"] = _full(_vector(a, bound), len(bound))
     return pd.DataFrame(out)
+
+
+def _generated(bound, step):
+    """`bound` with one row per value of the step's range for each of its rows."""
+    import pandas as pd
+
+    n = len(bound)
+    args = [_full(_vector(a, bound), n) for a in step.expr.args]
+    values = [ranges.values(*[a[i].item() if hasattr(a[i], "item") else a[i] for a in args]) for i in range(n)]
+    counts = [len(v) for v in values]
+    out = bound.loc[bound.index.repeat(counts)].reset_index(drop=True)
+    flat = [x for v in values for x in v]
+    return out.assign(**{step.var: pd.Series(flat, dtype=None if flat else "int64")})
 
 
 def _const(c: S.Const):
@@ -286,6 +305,8 @@ def _vector(t, b, condition: bool = False):
         args = [_vector(a, b) for a in t.args]
         if B.canonical(t.func) == "abs":
             return np.abs(args[0])
+        if B.canonical(t.func) == "as":  # a cast: the value itself
+            return args[0]
         combine = np.minimum if B.canonical(t.func) == "min" else np.maximum
         out = args[0]
         for a in args[1:]:
@@ -294,9 +315,13 @@ def _vector(t, b, condition: bool = False):
     op = t.op
     inner = condition and op in ("&&", "||")
     left, right = _vector(t.left, b, inner), _vector(t.right, b, inner)
-    if op in ("/", "%"):
+    if op in ("/", "//", "%"):
         if np.any(np.asarray(right) == 0):
             raise Unsupported(f"{op} by zero")
+        if op == "//":  # Soufflé's `/` on whole numbers (bootstrap/division.py): C's, toward zero
+            left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+            quotient = np.abs(left) // np.abs(right)
+            return np.where((left < 0) != (right < 0), -quotient, quotient)
         return np.true_divide(left, right) if op == "/" else np.fmod(left, right)
     if op in ("+", "-", "*") and (_is_text(left) or _is_text(right)):
         raise Unsupported(f"{op} on text")

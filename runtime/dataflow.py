@@ -71,7 +71,8 @@ class Storage:
 class Step:
     """One element of a rule's pipeline.
 
-    op: scan (first atom), join, antijoin, filter, assign.
+    op: scan (first atom), join, antijoin, filter, assign, generate (one row per value of
+    `expr`, a range call, bound to `var`).
     For atoms, `args` are the atom's terms in column order and `keys` the variables
     shared with earlier steps (the join keys); `delta` marks the atom whose delta drives
     an ECA rule; `method` is a join method ("" lets Spark choose; "broadcast",
@@ -255,6 +256,8 @@ def _step_text(st: Step) -> str:
         return f"filter {term_text(st.expr)}"
     if st.op == "assign":
         return f"assign {st.var} := {term_text(st.expr)}"
+    if st.op == "generate":
+        return f"generate {st.var} in {term_text(st.expr)}"
     return st.op
 
 

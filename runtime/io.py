@@ -180,17 +180,18 @@ def write_outputs(result, relations: list, directory: str, fmt: str = "csv", sou
             written.append(str(target))
         return written
     return write_text_outputs(result, [OutputFile(rel, str(Path(directory) / f"{rel}.csv"), "\t" if souffle else ",",
-                                                  False) for rel in relations])
+                                                  False) for rel in relations], souffle_floats=souffle)
 
 
-def write_text_outputs(result, files: list, columns: dict | None = None) -> list:
+def write_text_outputs(result, files: list, columns: dict | None = None, souffle_floats: bool = True) -> list:
     """Write each OutputFile (Soufflé's `.output R(filename=..., delimiter=..., headers=true)`):
-    its rows sorted, the column names first when `headers`. A relation written to several
+    its rows sorted, the column names first when `headers`, floats as Soufflé writes them
+    (`souffle_float`) unless `souffle_floats` is false. A relation written to several
     files is collected once."""
     tables: dict = {}
     for f in files:
         if f.relation not in tables:
-            tables[f.relation] = csv_lines(_arrow_table(result, f.relation), "\x00")
+            tables[f.relation] = csv_lines(_arrow_table(result, f.relation), "\x00", souffle_floats)
         lines = [line.replace("\x00", f.delimiter) for line in tables[f.relation]]
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
@@ -214,9 +215,22 @@ def _arrow_table(result, rel: str):
     return writable(result.relations[rel]).toArrow()
 
 
-def csv_lines(table, sep: str) -> list:
+def souffle_float(v: float) -> str:
+    """A float as Soufflé writes it to a file: C++'s ostream at the precision
+    `max_digits10` of its float type (WriteStreamCSV.h), that is `%.17g` for the 64-bit
+    double Evita computes with (a Soufflé built with 64-bit floats; the default 32-bit
+    build writes `%.9g` of a 32-bit float). So 2.0 is "2", 0.25 is "0.25", 1e20 is "1e+20",
+    and 0.1 is "0.10000000000000001".
+
+    >>> [souffle_float(x) for x in (2.0, -0.5, 1e20, 0.1, float("inf"))]
+    ['2', '-0.5', '1e+20', '0.10000000000000001', 'inf']
+    """
+    return "%.17g" % v
+
+
+def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
     """The rows of an Arrow table as text lines, sorted: null as "", booleans as
-    true/false, numbers as Python prints them.
+    true/false, numbers as Python prints them, or floats as Soufflé does (`souffle_floats`).
 
     >>> import pyarrow as pa
     >>> csv_lines(pa.table({"a": [2, None, 10], "b": [1.5, 2.0, None], "c": [True, False, None]}), ",")
@@ -233,7 +247,8 @@ def csv_lines(table, sep: str) -> list:
             text = pc.if_else(col, "true", "false")
         elif pa.types.is_floating(t):  # Arrow prints 2.0 as "2"; Python as "2.0"
             values = col.to_numpy(zero_copy_only=False)
-            text = pa.array(values.astype(str).astype(object), pa.string(),
+            shown = [souffle_float(v) for v in values.tolist()] if souffle_floats else values.astype(str).astype(object)
+            text = pa.array(shown, pa.string(),
                             mask=col.is_null().to_numpy(zero_copy_only=False))
         else:
             text = pc.cast(col, pa.string())

@@ -169,7 +169,7 @@ def rule_array(rule: RulePlan, source, now: str) -> exp.Expression:
     def build(k: int, env: dict):
         """(expression, True when it is one struct rather than an array)."""
         preds = []
-        while k < len(steps) and steps[k].op not in ("scan", "join"):
+        while k < len(steps) and steps[k].op not in ("scan", "join", "generate"):
             step = steps[k]
             if step.op == "filter":
                 preds.append(Expr(env, (), now).compile(step.expr))
@@ -189,6 +189,13 @@ def rule_array(rule: RulePlan, source, now: str) -> exp.Expression:
             body = _struct([lit(1) if isinstance(a, S.Aggregate) and a.arg is None else
                             ex.compile(a.arg if isinstance(a, S.Aggregate) else a) for a in rule.head_args])
             one = True
+        elif steps[k].op == "generate":  # range(...): the rest of the rule once per value
+            step, var = steps[k], f"x{k}"
+            rest, rest_one = build(k + 1, {**env, step.var: exp.column(var)})
+            body = fn("transform", Expr(env, (), now).compile(step.expr), _lambda(var, rest))
+            if not rest_one:
+                body = fn("flatten", body)
+            one = False
         else:
             step, var = steps[k], f"x{k}"
             conds, local = match(step, var, env)

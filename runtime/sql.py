@@ -108,6 +108,33 @@ def _string_contains(sub, s):
     return exp.GT(this=fn("instr", _str(s), _str(sub)), expression=lit(0))
 
 
+def _range_values(a, b, s=None):
+    """The array of range(a, b[, s])'s values (bootstrap/ranges.py): a + k*s for k = 0, 1,
+    ... while before b. Spark's `sequence` includes its end and fails on a step pointing
+    away from it, so the count is computed first and guarded: none when the step points
+    away from b (or a = b), one (a) when the step is 0, none when an argument is null."""
+    if s is None:
+        s = exp.If(this=exp.LTE(this=a.copy(), expression=b.copy()), true=lit(1), false=lit(-1))
+    s = exp.Paren(this=s)
+    up = exp.And(this=exp.GT(this=s.copy(), expression=lit(0)), expression=exp.LT(this=a.copy(), expression=b.copy()))
+    down = exp.And(this=exp.LT(this=s.copy(), expression=lit(0)), expression=exp.GT(this=a.copy(), expression=b.copy()))
+    steps = fn("ceil", exp.Div(this=exp.Paren(this=exp.Sub(this=b.copy(), expression=a.copy())), expression=s.copy()))
+    count = exp.Case(ifs=[exp.If(this=exp.Or(this=exp.Paren(this=up), expression=exp.Paren(this=down)), true=steps),
+                          exp.If(this=exp.And(this=exp.EQ(this=s.copy(), expression=lit(0)),
+                                              expression=exp.NEQ(this=a.copy(), expression=b.copy())), true=lit(1))],
+                     default=lit(0))
+    k, v = exp.column("range_k"), exp.column("range_v")
+    value = exp.Add(this=a.copy(), expression=exp.Mul(this=k, expression=s.copy()))
+    # a float's a + k*s may land on or past b; a whole number's never does
+    before_b = exp.Or(this=exp.EQ(this=s.copy(), expression=lit(0)), expression=exp.Or(
+        this=exp.And(this=exp.GT(this=s.copy(), expression=lit(0)), expression=exp.LT(this=v, expression=b.copy())),
+        expression=exp.And(this=exp.LT(this=s.copy(), expression=lit(0)), expression=exp.GT(this=v.copy(), expression=b.copy()))))
+    values = fn("filter", fn("transform", fn("sequence", lit(0), exp.Sub(this=exp.Paren(this=count.copy()), expression=lit(1))),
+                             exp.Lambda(this=value, expressions=[exp.to_identifier("range_k")])),
+                exp.Lambda(this=before_b, expressions=[exp.to_identifier("range_v")]))
+    return exp.If(this=exp.GT(this=exp.Paren(this=count), expression=lit(0)), true=values, false=fn("array"))
+
+
 # Each builtin: (args as sqlglot expressions, the terms, array-typed variables) -> expression.
 BUILTIN_SQL: dict = {
     "cons": lambda a, t, arr: fn("concat", fn("array", a[0]), a[1]) if _is_array(t[1], arr)
@@ -141,6 +168,8 @@ BUILTIN_SQL: dict = {
         true=fn("concat", a[2], fn("substring", a[0], exp.Add(this=fn("length", a[1]), expression=lit(1)))),
         false=a[0]),
     "abs": lambda a, t, arr: fn("abs", a[0]),
+    "as": lambda a, t, arr: a[0],  # a cast: the value itself (bootstrap/casts.py)
+    "range": lambda a, t, arr: _range_values(*a),  # an array: a generate step explodes it
     "min": lambda a, t, arr: fn("least", *a),
     "max": lambda a, t, arr: fn("greatest", *a),
     "pow": lambda a, t, arr: fn("power", a[0], a[1]),
@@ -171,8 +200,15 @@ BUILTIN_SQL: dict = {
     "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
 }
 
+def _whole_division(this, expression):
+    """Soufflé's `/` on whole numbers (bootstrap/division.py): Spark's DIV truncates
+    toward zero as C does; by zero it is null (Spark's ANSI mode would fail the job)."""
+    zero = exp.EQ(this=exp.Paren(this=expression.copy()), expression=lit(0))
+    return exp.Case(ifs=[exp.If(this=zero, true=exp.Null())], default=exp.IntDiv(this=this, expression=expression))
+
+
 _BINOPS = {
-    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod,
+    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod, "//": _whole_division,
     "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
     "&&": exp.And, "||": exp.Or,
 }
@@ -295,6 +331,19 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
             env[step.var] = exp.Paren(this=compiled)
             if _is_array(step.expr, arrays):
                 arrays.add(step.var)
+        elif step.op == "generate":
+            # Spark puts a generator (explode) in a SELECT list, after every join of its
+            # FROM: what the rule has bound so far becomes a subquery that also explodes
+            # the values, and the atoms after it join that subquery.
+            values = Expr(env, arrays, now).compile(step.expr)
+            names = list(env)
+            columns = [exp.alias_(env[v].copy(), f"v{i}", copy=False) for i, v in enumerate(names)]
+            columns.append(exp.alias_(fn("explode", values), f"v{len(names)}", copy=False))
+            alias = f"g{k}"
+            inner = subquery(_assemble(columns, tables, where, one_partition), alias)
+            env = {v: exp.column(f"v{i}", table=alias) for i, v in enumerate(names)}
+            env[step.var] = exp.column(f"v{len(names)}", table=alias)
+            tables, where = [(alias, inner, [], "from", "")], []
     projections = []
     ex = Expr(env, arrays, now)
     for i, arg in enumerate(rule.head_args):
@@ -303,6 +352,20 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         else:
             value = ex.compile(arg)
         projections.append(exp.alias_(value, f"c{i}", copy=False))
+    return _assemble(projections, tables, where, one_partition)
+
+
+def _source(view, alias: str):
+    """A step's source in FROM or JOIN: a view by name, or a generator's subquery."""
+    return view if isinstance(view, exp.Subquery) else table(view, alias)
+
+
+def _aliased(view, alias: str):
+    return view if isinstance(view, exp.Subquery) else exp.alias_(exp.to_table(view), alias, table=True)
+
+
+def _assemble(projections: list, tables: list, where: list, one_partition: bool) -> exp.Select:
+    """SELECT projections FROM the tables (the first one, then JOINs) WHERE the conditions."""
     # The trees are built here and used once: no copies (sqlglot's builders copy by default).
     if not tables:  # a rule with no atoms: one row
         select = exp.select(*projections, copy=False)
@@ -315,19 +378,19 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         # over single-partition views stays in one partition. An equality column of the
         # right atom is null exactly on the rows the inner join would not have.
         alias, view, conds, _, _ = tables[0]
-        select = exp.select(*projections, copy=False).from_(table(view, alias), copy=False)
+        select = exp.select(*projections, copy=False).from_(_source(view, alias), copy=False)
         where = markers + conds + where
         for alias, view, conds, kind, _ in tables[1:]:
-            select = select.join(table(view, alias), on=exp.and_(*conds, copy=False) if conds else exp.true(),
+            select = select.join(_source(view, alias), on=exp.and_(*conds, copy=False) if conds else exp.true(),
                                  join_type="left" if kind == "inner" else kind, copy=False)
     else:
         alias, view, conds, _, _ = tables[0]
-        select = exp.select(*projections, copy=False).from_(table(view, alias), copy=False)
+        select = exp.select(*projections, copy=False).from_(_source(view, alias), copy=False)
         where = conds + where
         hints = []
         for alias, view, conds, kind, method in tables[1:]:
             on = exp.and_(*conds, copy=False) if conds else exp.true()
-            select = select.join(table(view, alias), on=on, join_type=None if kind == "inner" else kind, copy=False)
+            select = select.join(_source(view, alias), on=on, join_type=None if kind == "inner" else kind, copy=False)
             if method:
                 hints.append(fn({"broadcast": "BROADCAST", "merge": "MERGE",
                                  "shuffle_hash": "SHUFFLE_HASH"}.get(method, method.upper()),
@@ -419,7 +482,7 @@ def one_partition_joins(tables: list, projections: list, where: list) -> exp.Sel
 
     alias, view, conds, _, _ = tables[0]
     first = columns(alias) or [exp.alias_(lit(1), "_one")]
-    inner = exp.select(*first).from_(exp.alias_(exp.to_table(view), alias, table=True))
+    inner = exp.select(*first).from_(_aliased(view, alias))
     if conds:
         inner = inner.where(exp.and_(*conds))
     visible = {alias}
@@ -430,7 +493,7 @@ def one_partition_joins(tables: list, projections: list, where: list) -> exp.Sel
         if kind != "left anti":
             cols += columns(alias)
         inner = exp.select(*cols).from_(exp.Subquery(this=inner, alias=exp.TableAlias(
-            this=exp.to_identifier(level)))).join(exp.alias_(exp.to_table(view), alias, table=True), on=on,
+            this=exp.to_identifier(level)))).join(_aliased(view, alias), on=on,
                                                   join_type=None if kind == "inner" else kind)
         inner.set("hint", exp.Hint(expressions=[fn("COALESCE", lit(1))]))
         if kind != "left anti":

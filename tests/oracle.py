@@ -13,7 +13,10 @@ Semantics it pins down (the runtime must agree):
   list<X> the sorted list; all rules of an aggregated relation feed one grouping;
 - min/max inside recursion follow PreM: the constraint is applied after every step;
 - `delete` rules remove their tuples after the fixpoint (deferred deletion);
-- `/` is division as Spark does it (always fractional), `%` takes the dividend's sign.
+- `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
+- `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
+  `/` on two whole numbers truncates toward zero, and by zero derives nothing;
+  `%` takes the dividend's sign.
 Primary-key replacement is not modelled (it depends on evaluation order).
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ import re
 from collections import defaultdict
 
 from evita.bootstrap import builtins as B
+from evita.bootstrap import ranges
 from evita.bootstrap import syntax as S
 
 
@@ -30,8 +34,13 @@ class Unstratifiable(Exception):
     pass
 
 
+class NoValue(Exception):
+    """A Soufflé whole-number division by zero: the valuation derives nothing."""
+
+
 def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 10_000) -> dict:
     """relation -> set of tuples (lists as tuples)."""
+    _DIALECT[0] = program.dialect
     db: dict = defaultdict(set)
     for f in program.facts:
         db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
@@ -177,6 +186,8 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
         while progress:
             progress = False
             for l in list(pending):
+                if isinstance(l, S.Assign) and ranges.is_range(l.expr):
+                    continue  # several values: `search` branches on it
                 if isinstance(l, S.Assign):
                     if set(S.term_vars(l.expr)) <= env.keys():
                         v = _eval(l.expr, env)
@@ -196,8 +207,25 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
         return env, pending
 
     def search(i, env, pending):
+        try:
+            valuation(i, env, pending)
+        except NoValue:
+            return
+
+    def valuation(i, env, pending):
         env, pending = rest(dict(env), pending)
         if env is None:
+            return
+        generator = next((l for l in pending if isinstance(l, S.Assign) and ranges.is_range(l.expr)
+                          and set(S.term_vars(l.expr)) <= env.keys()), None)
+        if generator is not None:  # x = range(...): the rest once per value
+            left = [l for l in pending if l is not generator]
+            name = generator.var.name
+            for v in ranges.values(*[_eval(a, env) for a in generator.expr.args]):
+                if name not in env:
+                    search(i, {**env, name: v}, left)
+                elif env[name] == v:
+                    search(i, env, left)
             return
         if i == len(positive):
             for l in pending:  # negations; selections whose variables never got bound fail
@@ -255,6 +283,16 @@ def _const(t):
     raise ValueError(t)
 
 
+# Whether `/` is Soufflé's whole-number division: the program is Soufflé's (set by
+# `evaluate`) and both values are whole numbers. Decided on the values, not the planner's
+# types, so that the two are checked against each other.
+_DIALECT = ["overlog"]
+
+
+def _souffle_whole(a, b) -> bool:
+    return _DIALECT[0] == "souffle" and all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
+
+
 def _eval(t, env):
     if isinstance(t, S.Var):
         return env[t.name]
@@ -281,6 +319,10 @@ def _eval(t, env):
             return a - b
         if t.op == "*":
             return a * b
+        if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
+            if b == 0:
+                raise NoValue(t)
+            return (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
         if t.op == "/":
             return None if b == 0 else a / b
         if t.op == "%":
@@ -293,6 +335,8 @@ def _eval(t, env):
     if isinstance(t, S.Call):
         name = B.canonical(t.func)
         args = [_eval(a, env) for a in t.args]
+        if name == "as":  # Soufflé's cast: the value itself
+            return args[0]
         if name == "cons":
             return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
         if name == "contains":

@@ -144,6 +144,17 @@ def test_min_and_keys_inside_recursion_match_the_engine(spark):
     assert (1, 2, 4) in one["hops"]
 
 
+def test_range_generates_in_one_row_too(spark):
+    """range(...) (Soufflé's generator, Overlog's f_range): each value a `transform` of the
+    rest of the rule, inside the recursive fold as well."""
+    text = ("base(X) :- X := f_range(0, 3).\nn(X) :- base(X).\nn(Y) :- n(X), Y := f_range(X, X + 3), Y < 8.\n"
+            "down(X, Y) :- base(X), Y := f_range(X, 0).")
+    before = len(st.FALLBACKS)
+    one = _run(spark, text, ["n", "down"], "one-row")
+    assert len(st.FALLBACKS) == before
+    assert one == {"n": {(x,) for x in range(8)}, "down": {(1, 1), (2, 2), (2, 1)}}
+
+
 def test_the_iteration_limit_names_the_stratum(spark):
     text = "n(0). n(Y) :- n(X), Y := X + 1, X < 50."
     assert len(_run(spark, text, ["n"], "one-row")["n"]) == 51
