@@ -55,9 +55,9 @@ DEPLOYMENTS = {
     "twopc": [
         ("as written", ("decouple", "partition"), ""),
         ("decouple (automatic)", ("partition",), ""),
-        ("decouple + partition x5 (committers, participants' voters and ackers)", (),
-         'partition::count("coordinator_2", 5).\npartition::count("participant", 5).\n'
-         'partition::count("participant_2", 5).'),
+        ("decouple + partition x5 (committers, enders, participants' voters and ackers)", (),
+         'partition::count("coordinator_2", 5).\npartition::count("coordinator_3", 5).\n'
+         'partition::count("participant", 5).\npartition::count("participant_2", 5).'),
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),

@@ -164,7 +164,7 @@ def test_twopc_every_client_gets_one_reply(twopc):
         assert step < twopc.steps, f"seed {seed}: reply for {tup[1]} at {step}, past the horizon"
         replies[seed, tup[1]].append(tup[2])
     acks = defaultdict(set)
-    for seed, step, node, peer, (c, tx, src) in _events(twopc, "deliver", "ack"):
+    for seed, step, node, peer, (c, tx, src, _d) in _events(twopc, "deliver", "ack"):
         acks[seed, tx].add(src)
     for seed in SEEDS:
         for tx in TWOPC_TXNS:
