@@ -17,8 +17,12 @@ DEFAULT_MASTER = "local[*]"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def warehouse_dir(path: str | os.PathLike | None = None) -> Path:
-    return Path(path or os.environ.get("EVITA_WAREHOUSE") or "evita-warehouse").resolve()
+def warehouse_dir(path: str | os.PathLike | None = None):
+    """The warehouse (`catalog.fs.Loc`): a local path, a file:// URI, or on a cluster a
+    shared filesystem or object store every executor sees (hdfs://..., s3a://...)."""
+    from ..catalog.fs import Loc
+
+    return Loc.of(path or os.environ.get("EVITA_WAREHOUSE") or "evita-warehouse")
 
 
 def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
