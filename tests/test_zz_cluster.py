@@ -4,7 +4,7 @@ A master and two workers (one core, 2 GiB each) start from the pyspark package
 (`runtime/cluster.py`, the module the script runs), on a free port, without PYTHONPATH in
 their environment: the executors must get Evita from the zip the driver ships. A separate
 driver process (the test run's own SparkSession is local, and there is one per run) runs
-the real CLI, `evita run ... --master spark://127.0.0.1:PORT`, on
+the real CLI, `evita run ... --master spark://127.0.0.1:PORT` (and `$EVITA_MASTER`), on
 
 - transitive closure (decomposable: the fixpoint runs inside the tasks),
 - same generation with `--no-local` (the distributed loop: one Spark job per iteration),
@@ -93,9 +93,10 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     assert status["workers_alive"] == 2 and all(d["running"] for d in status["daemons"])
 
     out = {name: tmp_path / "cluster" / name for name in PROGRAMS}
-    runs = {name: ["run", *args, "--output", str(out[name]), "--master", cluster.master]
+    # TC (the first run, which starts the session) finds the master in $EVITA_MASTER, the others in --master
+    runs = {name: ["run", *args, "--output", str(out[name])] + (["--master", cluster.master] if name != "tc" else [])
             for name, args in PROGRAMS.items()}
-    env = dict(os.environ, EVITA_WAREHOUSE=(tmp_path / "warehouse").as_uri(),
+    env = dict(os.environ, EVITA_MASTER=cluster.master, EVITA_WAREHOUSE=(tmp_path / "warehouse").as_uri(),
                EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"))
     report = tmp_path / "report.json"
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(runs), str(report)], env=env,
@@ -130,4 +131,5 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     for path, pythonpath in result["origin"]:
         assert ".zip/evita/__init__.py" in path, path
         assert str(Path(evita.__file__).parent.parent) not in pythonpath.split(os.pathsep), pythonpath
+    print(output)  # the driver's (with -s): each run's phases and Spark jobs
     print(f"cluster run: {time.perf_counter() - started:.1f} s after the cluster started")
