@@ -88,6 +88,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def _env(home: Path, conf: Path, work: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_CONF_DIR", "SPARK_HOME")}
     env.update(
@@ -119,6 +128,8 @@ def start(port: int = 7077, workers: int = 2, cores: int = 1, memory: str = "2g"
                            f"stop it first: scripts/local-cluster stop")
     if running is not None:  # leftovers of a cluster that died: make sure nothing of it remains
         stop(d)
+    if not port_free(port):
+        raise ClusterError(f"port {port} on {HOST} is in use (another Spark master?): choose another with --port")
     home = spark_home()
     if not (home / "bin" / "spark-class").exists():
         raise ClusterError(f"{home}/bin/spark-class not found: is pyspark installed with its launcher scripts?")
@@ -170,6 +181,8 @@ def _wait_alive(cluster: Cluster, workers: int, timeout: float) -> None:
             raise ClusterError(f"{dead[0].role} (pid {dead[0].pid}) exited during start-up; "
                                f"its log, {dead[0].log}, ends:\n{_tail(dead[0].log)}")
         state = master_state(cluster)
+        if state is not None and state.get("url") not in (None, cluster.master):
+            raise ClusterError(f"the master came up at {state.get('url')}, not {cluster.master} (was the port taken?)")
         if alive_workers(state) >= workers:
             return
         if time.monotonic() > deadline:
