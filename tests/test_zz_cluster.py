@@ -58,8 +58,8 @@ from pyspark.sql import SparkSession
 sc = SparkSession.getActiveSession().sparkContext
 
 def where(_):
-    import os, evita
-    yield evita.__file__, os.environ.get("PYTHONPATH", "")
+    import os, sys, evita
+    yield evita.__file__, os.environ.get("PYTHONPATH", ""), sys.executable
 
 origin = sc.parallelize(range(2), 2).mapPartitions(where).collect()
 with open(report, "w") as f:
@@ -127,8 +127,10 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     assert " local " in sections["tc"], sections["tc"][-2000:]  # TC's fixpoint ran inside the tasks
     assert " sql " in sections["sg"] and " local " not in sections["sg"], sections["sg"][-2000:]
 
-    # the executors imported evita from the shipped zip, not from anything in their environment
-    for path, pythonpath in result["origin"]:
+    # the executors ran the driver's Python (PYSPARK_PYTHON: the venv's) and imported evita
+    # from the shipped zip, not from anything in their environment
+    for path, pythonpath, python in result["origin"]:
+        assert python == (os.environ.get("PYSPARK_PYTHON") or sys.executable)
         assert ".zip/evita/__init__.py" in path, path
         assert str(Path(evita.__file__).parent.parent) not in pythonpath.split(os.pathsep), pythonpath
     print(output)  # the driver's (with -s): each run's phases and Spark jobs
