@@ -45,8 +45,13 @@ Parquet files with pyarrow (no job, milliseconds); `load_rows(..., engine="spark
 the identical rows through Spark in one job (the tables filtered on `program`, unioned as
 JSON text, collected together), which costs seconds of planning and code generation for
 eighteen scans. Both read every Parquet file in a table's folder, so rows that Spark
-itself appends (`df.write.insertInto("evita.rule")`) are seen too. The store assumes the
-warehouse is on a local or POSIX-mounted filesystem (atomic rename, file locks).
+itself appends (`df.write.insertInto("evita.rule")`) are seen too.
+
+Every file goes through pyarrow's filesystems (`catalog/fs.py`), so the warehouse may be a
+local path, a file:// URI, or, for a real cluster whose executors must all see it, a shared
+filesystem or object store (`--warehouse hdfs://...`, `s3a://...`). The writer lock is a
+local file lock: on a warehouse that is not a local (or POSIX-mounted) folder, run one
+writer at a time. A commit is atomic where the filesystem renames atomically (local, HDFS).
 """
 from __future__ import annotations
 
@@ -54,15 +59,14 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import signal
 import time
 import uuid
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import contextmanager, nullcontext
 from urllib.parse import quote
 
 from . import schema
+from .fs import Loc
 from .rows import PER_PROGRAM, CatalogRows, program_column
 
 DATA_DIR = "evita-catalog"
@@ -81,7 +85,7 @@ class WarehouseBusy(Exception):
 _ARROW = {schema.STRING: "string", schema.INT: "int32", schema.BOOL: "bool", schema.DOUBLE: "float64"}
 
 
-def catalog_root(warehouse=None) -> Path:
+def catalog_root(warehouse=None) -> Loc:
     from evita.runtime.session import warehouse_dir
 
     return warehouse_dir(warehouse) / DATA_DIR
@@ -103,7 +107,7 @@ def qualified(table_name: str) -> str:
 
 # ---------------------------------------------------------------- registration
 
-def _fingerprint(root: Path) -> str:
+def _fingerprint(root: Loc) -> str:
     """Where the tables point and which schema they have: attach re-registers on a change."""
     ddl = "|".join(f"{t.name}({t.ddl()})" for t in schema.TABLES) + f"|{HISTORY_DB}{HISTORY_COLUMNS}"
     return f"{root}#{hashlib.sha1(ddl.encode()).hexdigest()[:16]}"
@@ -119,12 +123,12 @@ def _registered_fingerprint(spark):
     return None
 
 
-def attach(spark, warehouse=None) -> Path:
+def attach(spark, warehouse=None) -> Loc:
     """Register database `evita` and every catalog table over WAREHOUSE/evita-catalog in this
     Spark application (creating empty tables where none exist). Returns the data folder."""
     root = catalog_root(warehouse)
     for t in schema.TABLES:
-        (root / t.name).mkdir(parents=True, exist_ok=True)
+        (root / t.name).mkdir()
     recover(root)
     fp = _fingerprint(root)
     if _registered_fingerprint(spark) == fp and set(_table_names(spark)) >= set(schema.BY_NAME):
@@ -142,20 +146,21 @@ def attach(spark, warehouse=None) -> Path:
     return root
 
 
-def recover(root: Path) -> None:
+def recover(root) -> None:
     """Finish or drop a save that a killed process left half done (no Spark needed)."""
+    root = Loc.of(root)
     with _locked(root):
         _recover(root)
         _recover(root.parent / HISTORY_DIR)  # journals of warehouses written before one commit spanned both
 
 
-def _attach_history(spark, hist: Path) -> None:
+def _attach_history(spark, hist: Loc) -> None:
     """Database evita_history: every catalog version, the table's columns after `version`
     and `status` ('ok': the last good compile; 'failed': the last failed one)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {HISTORY_DB} LOCATION '{_sql(hist.parent / (HISTORY_DB + '.db'))}'")
     for name in HISTORY_TABLES:
         t = schema.BY_NAME[name]
-        (hist / name).mkdir(parents=True, exist_ok=True)
+        (hist / name).mkdir()
         spark.sql(f"DROP TABLE IF EXISTS {HISTORY_DB}.`{name}`")
         spark.sql(f"CREATE TABLE {HISTORY_DB}.`{name}` (`version` INT, `status` STRING, {t.ddl()}) USING parquet "
                   f"LOCATION '{_sql(hist / name)}' COMMENT '{_sql(t.doc)} (every version)'")
@@ -187,7 +192,7 @@ def save_compilation(spark, final: CatalogRows, program_id: str, versions: list,
     _refresh(spark)
 
 
-def _history_writes(root: Path, program_id: str, versions: list, status: str) -> list:
+def _history_writes(root: Loc, program_id: str, versions: list, status: str) -> list:
     hist = root.parent / HISTORY_DIR
     return [(hist / name, program_file(program_id, status), name,
              [(n, status) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])])
@@ -200,17 +205,16 @@ def load_versions(spark, program_id: str, status: str = OK) -> dict:
     return versions_at(_root_of(spark).parent / HISTORY_DIR, program_id, status)
 
 
-def versions_at(hist: Path, program_id: str, status: str = OK) -> dict:
+def versions_at(hist, program_id: str, status: str = OK) -> dict:
     """`load_versions` from a history folder (no Spark session needed)."""
     import pyarrow.dataset as ds
 
     out: dict = {}
     for name in HISTORY_TABLES:
-        folder = hist / name
+        folder = Loc.of(hist) / name
         if not folder.is_dir():
             continue
-        data = ds.dataset(str(folder), schema=_arrow_schema(name, True), format="parquet",
-                          ignore_prefixes=[".", "_"])
+        data = folder.dataset(_arrow_schema(name, True))
         same = ds.field("status") == status
         if status == OK:  # files written before failed compiles were kept apart have no status
             same = same | ds.field("status").is_null()
@@ -246,13 +250,13 @@ def _sql(value) -> str:
     return str(value).replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _root_of(spark) -> Path:
+def _root_of(spark) -> Loc:
     """The data folder the session's `evita` tables point at."""
     fp = _registered_fingerprint(spark)
     if fp is None:
         raise RuntimeError("the Evita catalog is not attached to this Spark session; "
                            "call evita.catalog.store.attach(spark) first")
-    return Path(fp.rsplit("#", 1)[0])
+    return Loc.of(fp.rsplit("#", 1)[0])
 
 
 def _refresh(spark) -> None:
@@ -279,8 +283,9 @@ def save_program(spark, rows: CatalogRows) -> None:
     _refresh(spark)
 
 
-def program_writes(root: Path, rows: CatalogRows) -> list:
+def program_writes(root, rows: CatalogRows) -> list:
     """The writes of `save_program` (for `_commit`)."""
+    root = Loc.of(root)
     return [(root / name, program_file(pid), name, rows.only(pid).get(name, []))
             for pid in rows.programs() for name in PER_PROGRAM]
 
@@ -320,11 +325,17 @@ def _arrow_table(name: str, rows: list, versioned: bool = False):
     return pa.Table.from_arrays(arrays, schema=sch)
 
 
+def _locked(root: Loc):
+    """The warehouse's writer lock, on a local warehouse (see the module's docstring)."""
+    root.mkdir()
+    return _file_locked(root) if root.local else nullcontext()
+
+
 @contextmanager
-def _locked(root: Path):
-    """The warehouse's writer lock. Waits for another writer (a save takes milliseconds),
-    but not forever: a process stopped while holding it must not hang every other one."""
-    root.mkdir(parents=True, exist_ok=True)
+def _file_locked(root: Loc):
+    """The writer lock of a local warehouse. Waits for another writer (a save takes
+    milliseconds), but not forever: a process stopped while holding it must not hang
+    every other one."""
     wait = float(os.environ.get("EVITA_LOCK_TIMEOUT", "120"))
     deadline = time.monotonic() + wait
     with open(root / ".lock", "a+") as fh:
@@ -355,11 +366,10 @@ def _crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _commit(root: Path, writes: list) -> None:
+def _commit(root, writes: list) -> None:
     """writes: [(folder, file name, table, rows)], history folders' rows leading with
     (version, status); empty rows delete the file. All or nothing, even across folders."""
-    import pyarrow.parquet as pq
-
+    root = Loc.of(root)
     token = uuid.uuid4().hex
     staging = root / "_staging" / token
     journal = root / "_journal"
@@ -368,53 +378,62 @@ def _commit(root: Path, writes: list) -> None:
         ops = []
         try:
             for i, (folder, fname, name, rows) in enumerate(writes):
+                folder = Loc.of(folder)
                 staged = None
                 if rows:
                     staged = staging / str(i) / fname
-                    staged.parent.mkdir(parents=True, exist_ok=True)
-                    pq.write_table(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR), staged)
+                    staged.parent.mkdir()
+                    staged.write_parquet(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR))
                 ops.append([str(folder), fname, str(staged) if staged else None])
             _crash_point("staged")
-            journal.mkdir(exist_ok=True)
+            journal.mkdir()
             tmp = journal / f".{token}.tmp"
             tmp.write_text(json.dumps({"ops": ops}))
-            os.replace(tmp, journal / f"{token}.json")  # the commit point
+            tmp.move_to(journal / f"{token}.json")  # the commit point
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            _quietly(staging.rmtree)
             raise
         _crash_point("committed")
         _apply(root, journal / f"{token}.json")
 
 
-def _apply(root: Path, journal_file: Path) -> None:
+def _apply(root: Loc, journal_file: Loc) -> None:
     """Carry out a committed journal; safe to repeat after a crash half way."""
     ops = json.loads(journal_file.read_text())["ops"]
     for folder, fname, staged in ops:
-        target = root / folder / fname  # an absolute folder; a table name in older journals
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = root / folder / fname  # an absolute folder or URI; a table name in older journals
+        target.parent.mkdir()
         if staged is None:
-            target.unlink(missing_ok=True)
-        elif os.path.exists(staged):
-            os.replace(staged, target)
+            target.unlink()
+        elif Loc.of(staged).exists():
+            Loc.of(staged).move_to(target)
             _crash_point("applying")
     journal_file.unlink()
-    shutil.rmtree(root / "_staging" / journal_file.stem, ignore_errors=True)
+    _quietly((root / "_staging" / journal_file.stem).rmtree)
 
 
-def _recover(root: Path) -> None:
+def _quietly(action) -> None:
+    try:
+        action()
+    except OSError:
+        pass
+
+
+def _recover(root: Loc) -> None:
     """Roll committed journals forward and drop uncommitted staging (caller holds the lock)."""
     journal, staging = root / "_journal", root / "_staging"
-    if journal.is_dir():
-        for f in sorted(journal.glob("*.json"), key=lambda p: p.stat().st_mtime):
-            _apply(root, f)
-            RECOVERED.append(f"{root}: finished a save that was interrupted after it committed")
-    uncommitted = list(journal.glob(".*.tmp")) if journal.is_dir() else []
-    if uncommitted or (staging.is_dir() and any(staging.iterdir())):
+    entries = journal.children()
+    for f, _ in sorted((e for e in entries if e[0].name.endswith(".json") and not e[0].name.startswith(".")),
+                       key=lambda e: e[1]):
+        _apply(root, f)
+        RECOVERED.append(f"{root}: finished a save that was interrupted after it committed")
+    uncommitted = [f for f, _ in entries if f.name.startswith(".") and f.name.endswith(".tmp")]
+    if uncommitted or staging.children():
         RECOVERED.append(f"{root}: dropped a save that was interrupted before it committed; "
                          "the catalog is as it was before that save")
     for f in uncommitted:
         f.unlink()
-    shutil.rmtree(staging, ignore_errors=True)
+    _quietly(staging.rmtree)
 
 
 # ---------------------------------------------------------------- reading
@@ -441,11 +460,10 @@ def list_programs(spark, engine: str = "arrow") -> list:
     return sorted(r[0] for r in _read_files(_root_of(spark) / "program", "program"))
 
 
-def _read_files(folder: Path, name: str, program_id=None) -> list:
+def _read_files(folder, name: str, program_id=None) -> list:
     import pyarrow.dataset as ds
 
-    data = ds.dataset(str(folder), schema=_arrow_schema(name), format="parquet",
-                      ignore_prefixes=[".", "_"])  # what Spark ignores too
+    data = Loc.of(folder).dataset(_arrow_schema(name))  # skipping what Spark ignores too
     col = program_column(name)
     where = ds.field(col) == program_id if program_id is not None and col else None
     table = data.to_table(filter=where)

@@ -417,17 +417,18 @@ def _casts_safely(source, target: str) -> bool:
 
 
 def _session(spark):
-    """The caller's session; else the active one; else one started as the CLI starts it."""
-    if spark is not None:
-        return spark
-    from pyspark.sql import SparkSession
+    """The caller's session; else the active one; else one started as the CLI starts it.
+    On a cluster, the executors get Evita's package (`session.ship_package`)."""
+    from .session import ship_package, spark_session
 
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    from .session import spark_session
+    if spark is None:
+        from pyspark.sql import SparkSession
 
-    return spark_session()
+        spark = SparkSession.getActiveSession()
+    if spark is None:
+        return spark_session()
+    ship_package(spark)
+    return spark
 
 
 def _user_errors(call):

@@ -17,8 +17,12 @@ DEFAULT_MASTER = "local[*]"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def warehouse_dir(path: str | os.PathLike | None = None) -> Path:
-    return Path(path or os.environ.get("EVITA_WAREHOUSE") or "evita-warehouse").resolve()
+def warehouse_dir(path: str | os.PathLike | None = None):
+    """The warehouse (`catalog.fs.Loc`): a local path, a file:// URI, or on a cluster a
+    shared filesystem or object store every executor sees (hdfs://..., s3a://...)."""
+    from ..catalog.fs import Loc
+
+    return Loc.of(path or os.environ.get("EVITA_WAREHOUSE") or "evita-warehouse")
 
 
 def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
@@ -47,7 +51,69 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    ship_package(spark)
     return spark
+
+
+# ---------------------------------------------------------------- Evita on the executors
+
+_PACKAGE_FILES = (".py", ".dl", ".lark", ".properties")
+_PACKAGE_DIRS = ("bootstrap", "catalog", "runtime", "stages")  # pyproject's packages, under the root
+_zip: Path | None = None
+_shipped: set = set()
+
+
+def is_local(master: str) -> bool:
+    """Does this master run the executors inside the driver's JVM (so they see its Python path)?"""
+    return master.startswith("local") and not master.startswith("local-cluster")
+
+
+def package_zip() -> Path:
+    """A zip of the `evita` package this process runs (what pip installed, or a checkout),
+    built once per process, named by its content hash (EVITA_PYFILES_DIR, default the temp dir)."""
+    global _zip
+    if _zip is not None and _zip.exists():
+        return _zip
+    import hashlib
+    import io
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(p for p in root.glob("*") if p.is_file() and p.suffix in _PACKAGE_FILES)
+    for d in _PACKAGE_DIRS:
+        files += sorted(p for p in (root / d).rglob("*") if p.is_file() and p.suffix in _PACKAGE_FILES
+                        and "__pycache__" not in p.parts)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in files:  # fixed timestamps: the same sources give the same bytes, hence the same name
+            info = zipfile.ZipInfo(f"evita/{p.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, p.read_bytes())
+    data = buf.getvalue()
+    out_dir = Path(os.environ.get("EVITA_PYFILES_DIR") or tempfile.gettempdir()) / "evita-pyfiles"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"evita-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    if not target.exists():
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    _zip = target
+    return target
+
+
+def ship_package(spark) -> None:
+    """Give the executors Evita: unless they run in the driver's JVM (`local[...]`), the
+    package's zip goes to every executor (`addPyFile`, once per SparkContext), so tasks that
+    run Evita's Python (the in-task evaluator of `runtime/local.py`, the simulator's fan-out)
+    import it from there and workers need no `pip install evita`."""
+    sc = spark.sparkContext
+    if is_local(sc.master):
+        return
+    key = (id(sc), sc.applicationId)
+    if key in _shipped:
+        return
+    sc.addPyFile(str(package_zip()))
+    _shipped.add(key)
 
 
 def _spark_log() -> Path:

@@ -122,9 +122,10 @@ def cmd_simulate(args) -> int:
     inputs = timed_inputs(args.inputs, timed) if args.inputs else None
     sim = Simulation(timed, seeds, args.delay, args.drop, inputs, crashes(args.crash))
     if args.fanout > 1:
+        from .session import spark_session
         from .simulate_spark import fan_out
 
-        run = fan_out(sim, args.steps, args.fanout)
+        run = fan_out(sim, args.steps, args.fanout, spark_session(master=getattr(args, "master", None)))
     else:
         run = sim.run(args.steps)
     report(console, run, seeds)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 DISTINCT_RSD = 0.05
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double")
@@ -55,22 +54,23 @@ def catalog_rows(program_id: str, measured: list) -> list:
 
 # ---------------------------------------------------------------- stored by `evita analyze`
 
-def stored_path(program_id: str, warehouse=None) -> Path:
+def stored_path(program_id: str, warehouse=None):
+    """A `catalog.fs.Loc` under the warehouse (local, or a shared filesystem)."""
     from .session import warehouse_dir
 
     return warehouse_dir(warehouse) / "statistics" / f"{program_id}.json"
 
 
-def store(program_id: str, measured: list, warehouse=None) -> Path:
+def store(program_id: str, measured: list, warehouse=None):
     """Keep `measured` for later compiles of the program (replacing what was kept for
     the same relations); written to a temporary file, then renamed into place."""
     path = stored_path(program_id, warehouse)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir()
     mine = {rel for rel, *_ in measured}
     kept = [m for m in load(program_id, warehouse) if m[0] not in mine] + list(measured)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(sorted(kept, key=lambda m: (m[0], -1 if m[1] is None else m[1], m[2])), indent=1))
-    tmp.replace(path)
+    tmp.move_to(path)
     return path
 
 

@@ -143,3 +143,30 @@ def stored_final(root, pid):
         if name != "version":
             rows[name] = store._read_files(root / name, name, pid)
     return rows.sorted().compared()
+
+
+def test_the_store_writes_through_a_filesystem_uri(tmp_path):
+    """The warehouse may be a URI (catalog/fs.py; hdfs:// or s3a:// on a cluster): a save
+    through file:///... is the save through the plain path, journal and recovery included."""
+    from evita.catalog.fs import Loc
+
+    root = tmp_path / "wh" / store.DATA_DIR
+    uri = root.as_uri()
+    assert Loc.of(uri) == Loc.of(root) and Loc.of(uri).local
+    store._commit(uri, store.program_writes(uri, rows_of(3)))
+    assert stored(root) == expected(3)  # read back through the plain path
+    store._commit(root, store.program_writes(root, rows_of(4)))
+    assert {name: sorted(store._read_files(f"{uri}/{name}", name, "crash")) for name in PER_PROGRAM} == expected(4)
+    # a committed journal left by a killed save is rolled forward through the URI too
+    staged = Loc.of(uri) / "_staging" / "t" / "0" / store.program_file("crash")
+    staged.parent.mkdir()
+    staged.write_parquet(store._arrow_table("rule", []))
+    journal = Loc.of(uri) / "_journal"
+    journal.mkdir()
+    (journal / "t.json").write_text(__import__("json").dumps({"ops": [[str(root / "rule"), store.program_file("crash"),
+                                                                       str(staged)]]}))
+    store.RECOVERED.clear()
+    store.recover(uri)
+    assert store.RECOVERED and not (root / "_journal" / "t.json").exists() and not (root / "_staging").exists()
+    assert store._read_files(root / "rule", "rule", "crash") == []
+    store.RECOVERED.clear()

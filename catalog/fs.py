@@ -1,0 +1,155 @@
+"""Where the catalog store's files live: a local path or a URI, through pyarrow's filesystems.
+
+    Loc.of("/tmp/wh"), Loc.of("file:///tmp/wh")     the local filesystem (both the same Loc)
+    Loc.of("hdfs://namenode:8020/evita")             HDFS (pyarrow needs libhdfs, i.e. a Hadoop install)
+    Loc.of("s3a://bucket/evita")                     S3 (Spark's s3a:// is pyarrow's s3://)
+
+A `Loc` is told to Spark as `uri` (table locations) and used by the store through the few
+operations it needs: make a folder, list one, write and read a small file or a Parquet
+file, move a file into place, delete. On the local filesystem and HDFS a move is an atomic
+rename, which the store's commit relies on; on an object store it is a copy, so a crash
+half way through a save may need the next save to finish it (the journal does that).
+
+>>> a, b = Loc.of("/tmp/wh"), Loc.of("file:///tmp/wh")
+>>> a == b, str(a / "evita-catalog" / "rule"), (a / "x").parent == a, a.local
+(True, '/tmp/wh/evita-catalog/rule', True, True)
+>>> str(Loc.of("s3a://bucket/evita") / "rule"), Loc.of("s3a://bucket/evita").local
+('s3a://bucket/evita/rule', False)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+
+@dataclass(frozen=True)
+class Loc:
+    uri: str  # an absolute local path, or scheme://authority/path
+
+    @staticmethod
+    def of(where) -> "Loc":
+        if isinstance(where, Loc):
+            return where
+        s = os.fspath(where)
+        if "://" not in s:
+            return Loc(str(Path(s).resolve()))
+        u = urlparse(s)
+        if u.scheme == "file":
+            return Loc(str(Path(u.path).resolve()))
+        return Loc(s.rstrip("/"))
+
+    @property
+    def local(self) -> bool:
+        return "://" not in self.uri
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def __fspath__(self) -> str:  # local Locs pass for paths where a path is expected
+        if not self.local:
+            raise TypeError(f"{self.uri} is not a local path")
+        return self.uri
+
+    def __truediv__(self, name) -> "Loc":
+        name = str(name)
+        if name.startswith("/") or "://" in name:
+            return Loc.of(name)
+        return Loc(f"{self.uri.rstrip('/')}/{name}")
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def stem(self) -> str:
+        return self.name.split(".", 1)[0] if not self.name.startswith(".") else self.name
+
+    @property
+    def parent(self) -> "Loc":
+        head = self.uri.rstrip("/").rsplit("/", 1)[0]
+        return Loc(head or "/")
+
+    # the filesystem and the path on it
+    @property
+    def fs(self):
+        return _filesystem(*self._split()[:2])
+
+    @property
+    def path(self) -> str:
+        return self._split()[2]
+
+    def _split(self):
+        if self.local:
+            return "", "", self.uri
+        u = urlparse(self.uri)
+        scheme = "s3" if u.scheme in ("s3a", "s3n") else u.scheme
+        path = u.path if scheme == "hdfs" else f"{u.netloc}{u.path}"  # s3: bucket/key; hdfs: /path
+        return scheme, u.netloc, path
+
+    # operations
+    def _info(self):
+        return self.fs.get_file_info(self.path)
+
+    def exists(self) -> bool:
+        from pyarrow.fs import FileType
+
+        return self._info().type != FileType.NotFound
+
+    def is_dir(self) -> bool:
+        from pyarrow.fs import FileType
+
+        return self._info().type == FileType.Directory
+
+    def mkdir(self) -> None:
+        self.fs.create_dir(self.path, recursive=True)
+
+    def children(self) -> list:
+        """(Loc, modification time in seconds) of each entry; none when the folder is missing."""
+        from pyarrow.fs import FileSelector
+
+        infos = self.fs.get_file_info(FileSelector(self.path, allow_not_found=True))
+        return [(self / i.base_name, i.mtime.timestamp() if i.mtime else 0.0) for i in infos]
+
+    def unlink(self) -> None:
+        if self.exists():
+            self.fs.delete_file(self.path)
+
+    def rmtree(self) -> None:
+        if self.is_dir():
+            self.fs.delete_dir(self.path)
+
+    def read_text(self) -> str:
+        with self.fs.open_input_stream(self.path) as f:
+            return f.read().decode()
+
+    def write_text(self, text: str) -> None:
+        with self.fs.open_output_stream(self.path) as f:
+            f.write(text.encode())
+
+    def move_to(self, target: "Loc") -> None:
+        """Rename onto `target` (replacing it): atomic where the filesystem renames."""
+        self.fs.move(self.path, target.path)
+
+    def write_parquet(self, table) -> None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, self.path, filesystem=self.fs)
+
+    def dataset(self, schema):
+        """Every Parquet file in the folder, skipping names that start with `.` or `_`, as Spark does."""
+        import pyarrow.dataset as ds
+
+        return ds.dataset(self.path, schema=schema, format="parquet", filesystem=self.fs,
+                          ignore_prefixes=[".", "_"])
+
+
+@lru_cache(maxsize=None)
+def _filesystem(scheme: str, netloc: str):
+    from pyarrow import fs
+
+    if not scheme:
+        return fs.LocalFileSystem()
+    return fs.FileSystem.from_uri(f"{scheme}://{netloc}/")[0]

@@ -1,0 +1,137 @@
+"""Evita on a real Spark standalone cluster: the loopback one of `scripts/local-cluster`.
+
+A master and two workers (one core, 2 GiB each) start from the pyspark package
+(`runtime/cluster.py`, the module the script runs), on a free port, without PYTHONPATH in
+their environment: the executors must get Evita from the zip the driver ships. A separate
+driver process (the test run's own SparkSession is local, and there is one per run) runs
+the real CLI, `evita run ... --master spark://127.0.0.1:PORT` (and `$EVITA_MASTER`), on
+
+- transitive closure (decomposable: the fixpoint runs inside the tasks),
+- same generation with `--no-local` (the distributed loop: one Spark job per iteration),
+- the shortest-path example (Overlog: keys, aggregates, lists),
+
+with the warehouse given as a file:// URI; the answers must be the ones local mode gives.
+The cluster is stopped even when the test fails (the fixture's `finally`).
+
+Named `test_zz_*` so it runs last (pytest takes files in alphabetical order): it starts
+four JVMs on a machine the rest of the suite already loads, and a failure to start a
+cluster must not hold up the quicker tests.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import evita
+from evita.bootstrap.cli import main
+from evita.runtime import cluster as local_cluster
+
+from conftest import EXAMPLES
+
+PROGRAMS = {  # name -> arguments of `evita run`
+    "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],
+    "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local", "--stats"],
+    "sp": [str(EXAMPLES / "shortest_path.olg")],
+}
+
+# The separate driver: the CLI's own entry point, once per program (one JVM start for the
+# three), then a look at where the executors' Python found the `evita` package.
+DRIVER = r"""
+import json, sys
+from evita.bootstrap.cli import main
+
+runs, report = json.loads(sys.argv[1]), sys.argv[2]
+codes = {}
+for name, argv in runs.items():
+    print(f"=== {name}", flush=True)
+    codes[name] = main(argv)
+    print(flush=True)
+
+from pyspark.sql import SparkSession
+
+sc = SparkSession.getActiveSession().sparkContext
+
+def where(_):
+    import os, sys, evita
+    yield evita.__file__, os.environ.get("PYTHONPATH", ""), sys.executable
+
+origin = sc.parallelize(range(2), 2).mapPartitions(where).collect()
+with open(report, "w") as f:
+    json.dump({"codes": codes, "master": sc.master, "origin": origin}, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    state = tmp_path_factory.mktemp("cluster")
+    started = None
+    try:
+        started = local_cluster.start(port=local_cluster.free_port(), directory=state, timeout=150)
+        yield started
+    finally:
+        local_cluster.stop(state)
+        if started is not None:  # nothing of it is left: no daemon, executor or Python worker
+            assert not [x.role for x in started.daemons if local_cluster._group_alive(x.pid)]
+
+
+def answers(directory: Path, printed: str) -> dict:
+    """The relations written to DIR/REL.csv, and the rows of the tables printed (the
+    shortest-path example has a query and no .output, so it writes nothing)."""
+    files = {f.name: sorted(f.read_text().splitlines()) for f in sorted(directory.glob("*.csv"))}
+    return {**files, "printed": sorted(line for line in printed.splitlines() if line.startswith("│"))}
+
+
+def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
+    started = time.perf_counter()
+    status = local_cluster.status(cluster.state_dir)
+    assert status["workers_alive"] == 2 and all(d["running"] for d in status["daemons"])
+
+    out = {name: tmp_path / "cluster" / name for name in PROGRAMS}
+    # TC (the first run, which starts the session) finds the master in $EVITA_MASTER, the others in --master
+    runs = {name: ["run", *args, "--output", str(out[name])] + (["--master", cluster.master] if name != "tc" else [])
+            for name, args in PROGRAMS.items()}
+    env = dict(os.environ, EVITA_MASTER=cluster.master, EVITA_WAREHOUSE=(tmp_path / "warehouse").as_uri(),
+               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"))
+    report = tmp_path / "report.json"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(runs), str(report)], env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # meanwhile, the same programs in local mode, in this process's session
+        local = {}
+        for name, args in PROGRAMS.items():
+            target = tmp_path / "local" / name
+            capsys.readouterr()
+            assert main(["run", *args, "--output", str(target), "--master", "local[2]"]) == 0
+            local[name] = answers(target, capsys.readouterr().out)
+        output, _ = driver.communicate(timeout=420)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 0 and report.exists(), output[-4000:]
+    result = json.loads(report.read_text())
+    assert result["master"] == cluster.master
+    assert result["codes"] == {name: 0 for name in PROGRAMS}, output[-4000:]
+
+    sections = {part.split("\n", 1)[0].strip(): part for part in output.split("=== ")[1:]}
+    for name in PROGRAMS:
+        assert answers(out[name], sections[name]) == local[name], name
+    assert len(local["tc"]["path.csv"]) == 48 and len(local["sg"]["sg.csv"]) == 10
+    assert len(local["sp"]["printed"]) == 4  # shortestPath("node1", Y, P, C)
+    assert " local " in sections["tc"], sections["tc"][-2000:]  # TC's fixpoint ran inside the tasks
+    assert " sql " in sections["sg"] and " local " not in sections["sg"], sections["sg"][-2000:]
+
+    # the executors ran the driver's Python (PYSPARK_PYTHON: the venv's) and imported evita
+    # from the shipped zip, not from anything in their environment
+    for path, pythonpath, python in result["origin"]:
+        assert python == (os.environ.get("PYSPARK_PYTHON") or sys.executable)
+        assert ".zip/evita/__init__.py" in path, path
+        assert str(Path(evita.__file__).parent.parent) not in pythonpath.split(os.pathsep), pythonpath
+    print(output)  # the driver's (with -s): each run's phases and Spark jobs
+    print(f"cluster run: {time.perf_counter() - started:.1f} s after the cluster started")
