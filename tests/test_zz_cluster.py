@@ -34,6 +34,8 @@ from evita.runtime import cluster as local_cluster
 
 from conftest import EXAMPLES
 
+pytestmark = pytest.mark.cluster  # run apart: `pytest -m cluster` (pyproject.toml, .ci/run)
+
 PROGRAMS = {  # name -> arguments of `evita run`
     "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],
     "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local", "--stats"],
