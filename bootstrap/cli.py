@@ -341,10 +341,11 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
         raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
     with phase("compile: save the catalog"):
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
-        _store_compilation(spark, program.name, comp.versions, diffs)
-        from evita.catalog import store
+        if getattr(args, "store", True):  # the conformance runner's cases are not kept
+            _store_compilation(spark, program.name, comp.versions, diffs)
+            from evita.catalog import store
 
-        store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
+            store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
     for note in comp.notes:
         (notes or print_note)(note)
     return program, comp, diffs

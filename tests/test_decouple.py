@@ -76,13 +76,13 @@ def test_a_functional_half_shows_the_same_outputs_none_earlier(spark):
 def test_paxos_with_its_broadcasts_decoupled_shows_the_same_outputs_none_earlier(spark, tmp_path):
     """The paper's p2a proxy leaders, by directive: the proposer's p2a and commit
     broadcasts (q3, q10, which name the proposer as data: rewritten to its logical
-    address) move to p1/2 and p2/2, and the proposer forwards what they read. 20 seeds:
+    address) move to p1/2 and p2/2, and the proposer forwards what they read. 10 seeds:
     Paxos simulates ten times slower than the other protocols (the functional oracle
     holds on 200 seeds in the test above)."""
     path = tmp_path / "paxos.olg"
     path.write_text('decouple::functional("proposer", "q3").\ndecouple::functional("proposer", "q10").\n'
                     + (PROTOCOLS / "paxos.olg").read_text())
-    seeds = range(20)
+    seeds = range(10)
     original, decoupled = (Simulation(compile_timed(str(path), spark, skip=skip), seeds, DELAY).run(60)
                            for skip in (("decouple",), ()))
     assert "proposer_2" in decoupled.timed.components and not original.late and not decoupled.late
