@@ -1240,8 +1240,8 @@ class _Lowering:
             rank = agg if rank is None else BinOp("+", rank, agg, span)
         if rank is None:
             rank = Const(0, INT, span)
-        value = BinOp("+", BinOp("*", rank, Const(self.autoinc_stride, INT, span), span),
-                      Const(index, INT, span), span)
+        value = Call("to_number", (BinOp("+", BinOp("*", rank, Const(self.autoinc_stride, INT, span), span),
+                                         Const(index, INT, span), span),), span)  # a number, for the checks
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
@@ -1251,7 +1251,8 @@ class _Lowering:
     def _rule(self, rule: Rule, out):
         """Aggregates (Soufflé's, anywhere in the head or the body) become helper rules
         that come right before the rule; then `=` becomes `:=` or `==`."""
-        if any(isinstance(a, Call) and a.func == "autoinc" and a.func not in self.columns for a in rule.head.args):
+        if self.souffle and any(isinstance(a, Call) and a.func == "autoinc" and a.func not in self.columns
+                                for a in rule.head.args):
             rule = self._autoinc(rule, out)
         body = [self.resolve_literal(b) for b in rule.body]
         outside: set = set(_outer_vars(rule.head))
