@@ -365,9 +365,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     directive = re.match(r"\.[A-Za-z_]+", rest)
     if directive and directive.group() not in _DIRECTIVES:
         word = directive.group()
-        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET else f"unknown directive {word}"
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet{_NOT_YET_WHY.get(word, '')}" if word in _NOT_YET \
+            else f"unknown directive {word}"
         return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
-                          word, "supported directives: " + ", ".join(_DIRECTIVES))
+                          word, _NOT_YET_HINTS.get(word, "supported directives: " + ", ".join(_DIRECTIVES)))
     if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
                                                  text[:offset].rsplit("\n", 1)[-1]):
         what = "record types" if rest[0] == "[" else "algebraic data types"
@@ -389,6 +390,11 @@ _DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_typ
                ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
 _NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
+_NOT_YET_WHY = {".limitsize": ": which N tuples Soufflé keeps depends on the order it derives them in, "
+                              "which Evita's parallel evaluation does not fix"}
+_NOT_YET_HINTS = {".limitsize": "bound the relation in its rules instead: a depth column with a condition "
+                                "(p(x, d + 1) :- p(y, d), e(y, x), d < 10.) stops a recursion; "
+                                "n = count : { ... }, n < N keeps the tuples with fewer than N before them"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
