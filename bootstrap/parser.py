@@ -1065,8 +1065,7 @@ class _Lowering:
         if c.body is not None and isinstance(c.head, _RawCall):
             allowed = {id(a) for a in c.head.args}
         for call in calls:
-            args = call.args if isinstance(call, _RawCall) else call.args
-            if args:
+            if call.args:
                 why, hint = "autoinc() takes no arguments", "write autoinc()"
             elif component is not None or self.in_comp:
                 why, hint = ("autoinc() inside a component is not supported yet",
@@ -1092,9 +1091,6 @@ class _Lowering:
     def _unsupported_term(self, node) -> bool:
         if isinstance(node, Var):
             return node.name == "nil"
-        if isinstance(node, (Call, _RawCall)):
-            name = node.func if isinstance(node, Call) else node.name
-            return False
         return False
 
     # -- qualifiers

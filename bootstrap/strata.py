@@ -175,9 +175,10 @@ def _stratification(rules: list) -> Iterator[Diagnostic]:
     heads = list(dict.fromkeys(head_of(r) for r in rules))
     for comp in components(heads, graph):
         members = set(comp)
-        autoinc = [h for h in comp if h.endswith(AUTOINC_SUFFIX) and is_recursive(comp, graph)]
-        if autoinc:  # the lowering of autoinc() (bootstrap/parser.py) counts inside recursion
-            rule = next(r for r in rules if head_of(r) == autoinc[0])
+        lowered = [r for r in rules if head_of(r) in members and r.name == head_of(r)
+                   and r.name.endswith(AUTOINC_SUFFIX)]
+        if lowered and is_recursive(comp, graph):  # autoinc()'s rank (bootstrap/parser.py) inside recursion
+            rule = lowered[0]
             yield Diagnostic("unstratifiable", "autoinc() in a recursive rule is not supported",
                              rule.span, "autoinc",
                              "Evita numbers a rule's bindings in sorted order once they are all known, "
