@@ -1242,8 +1242,8 @@ class _Lowering:
             rank = agg if rank is None else BinOp("+", rank, agg, span)
         if rank is None:
             rank = Const(0, INT, span)
-        value = Call("to_number", (BinOp("+", BinOp("*", rank, Const(self.autoinc_stride, INT, span), span),
-                                         Const(index, INT, span), span),), span)  # a number, for the checks
+        value = Call("as", (BinOp("+", BinOp("*", rank, Const(self.autoinc_stride, INT, span), span),
+                                  Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
