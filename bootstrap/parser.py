@@ -1217,7 +1217,9 @@ class _Lowering:
                                n = (#bindings lexicographically before (x.., y..)) * K + i.
         K is the number of rules with autoinc() in the program, i this rule's index among
         them in source order: numbers are unique across the program and do not depend on
-        evaluation order. The rank is count aggregates, one per column."""
+        evaluation order. The count is one head aggregate `R_autoinc_rank(x.., count<*>)`
+        fed by a rule per column (the bindings equal before it, smaller on it) and one
+        that counts the binding itself, so that no group is empty."""
         span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
         index = self.autoinc_next
         self.autoinc_next += 1
@@ -1232,22 +1234,24 @@ class _Lowering:
         self._helper_relation(name, [f"c{j}" for j in range(n)] + ["unit"])
         mine = [Var(f"_ai{j}", span) for j in range(n)]
         theirs = [Var(f"_aj{j}", span) for j in range(n)]
-        rank = None
-        for j in range(n):
-            conds = tuple(BinOp("==", theirs[m], mine[m], span) for m in range(j)) \
-                + (BinOp("<", theirs[j], mine[j], span),)
-            body = (Atom(name, tuple(theirs) + (Wildcard(span),), span=span),) \
-                + tuple(Select(c, span) for c in conds)
-            agg = BodyAggregate(None, "count", None, body, span)
-            rank = agg if rank is None else BinOp("+", rank, agg, span)
-        if rank is None:
-            rank = Const(0, INT, span)
-        value = Call("as", (BinOp("+", BinOp("*", rank, Const(self.autoinc_stride, INT, span), span),
+        rank = f"{name}_rank"  # (binding.., 1 + how many bindings sort before it)
+        head = Atom(rank, tuple(mine) + (Aggregate("count", None, span),), span=span)
+        mine_atom = Atom(name, tuple(mine) + (Wildcard(span),), span=span)
+        theirs_atom = Atom(name, tuple(theirs) + (Wildcard(span),), span=span)
+        self._rule(Rule(rank, head, (mine_atom,), False, None, rule.component, span), out)  # itself: never empty
+        for j in range(n):  # the bindings equal on the columns before j and smaller on column j
+            conds = [BinOp("==", theirs[m], mine[m], span) for m in range(j)] + [BinOp("<", theirs[j], mine[j], span)]
+            self._rule(Rule(f"{rank}{j + 2}", head, (mine_atom, theirs_atom) + tuple(Select(c, span) for c in conds),
+                            False, None, rule.component, span), out)
+        self._helper_relation(rank, [f"c{j}" for j in range(n)] + ["rank"])
+        counted = Var("_autoinc_count", span)
+        value = Call("as", (BinOp("+", BinOp("*", BinOp("-", counted, Const(1, INT, span), span),
+                                             Const(self.autoinc_stride, INT, span), span),
                                   Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
-        body = (Atom(name, tuple(mine) + (Wildcard(span),), span=span), Assign(result, value, span))
+        body = (Atom(rank, tuple(mine) + (counted,), span=span), Assign(result, value, span))
         return replace(rule, head=replace(rule.head, args=args), body=body)
 
     def _rule(self, rule: Rule, out):

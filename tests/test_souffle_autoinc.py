@@ -54,11 +54,23 @@ def test_the_lowered_program_round_trips():
     assert round_trips(check_program(parse_program(PROGRAM, "a.dl")))
 
 
-@pytest.mark.parametrize("backend", ["small", "sql"])
-def test_spark_numbers_as_the_oracle_does_twice(spark, backend):
-    expected = oracle.evaluate(check_program(parse_program(PROGRAM, "a.dl")))
-    runs = [run_planned(spark, PROGRAM, "a.dl", backend)[1].tuples(list(BINDINGS)) for _ in range(2)]
-    assert runs[0] == runs[1] == {rel: expected[rel] for rel in BINDINGS}
+# On Spark a smaller program (each rank's count aggregates are a few strata): the
+# corpus (tests/souffle/autoinc/) runs the driver's columnar backend, this the SQL loop.
+SMALL = """\
+.decl e(x: symbol, y: number)
+.decl r(x: symbol, id: number)
+.decl t(id: number)
+e("b", 2). e("a", 1). e("a", 3). e("c", 2).
+r(x, autoinc()) :- e(x, _).
+t(autoinc()) :- e(_, y).
+"""
+
+
+def test_spark_sql_numbers_as_the_oracle_does_twice(spark):
+    expected = oracle.evaluate(check_program(parse_program(SMALL, "a.dl")))
+    assert expected["r"] == {("a", 0), ("b", 2), ("c", 4)} and expected["t"] == {(1,), (3,), (5,)}
+    runs = [run_planned(spark, SMALL, "a.dl", "sql")[1].tuples(["r", "t"]) for _ in range(2)]
+    assert runs[0] == runs[1] == {"r": expected["r"], "t": expected["t"]}
 
 
 DECLS = ".decl a(x: number)\n.decl r(x: number, n: number)\n"
