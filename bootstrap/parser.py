@@ -365,9 +365,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     directive = re.match(r"\.[A-Za-z_]+", rest)
     if directive and directive.group() not in _DIRECTIVES:
         word = directive.group()
-        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET else f"unknown directive {word}"
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet{_NOT_YET_WHY.get(word, '')}" if word in _NOT_YET \
+            else f"unknown directive {word}"
         return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
-                          word, "supported directives: " + ", ".join(_DIRECTIVES))
+                          word, _NOT_YET_HINTS.get(word, "supported directives: " + ", ".join(_DIRECTIVES)))
     if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
                                                  text[:offset].rsplit("\n", 1)[-1]):
         what = "record types" if rest[0] == "[" else "algebraic data types"
@@ -389,6 +390,11 @@ _DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_typ
                ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
 _NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
+_NOT_YET_WHY = {".limitsize": ": which N tuples Soufflé keeps depends on the order it derives them in, "
+                              "which Evita's parallel evaluation does not fix"}
+_NOT_YET_HINTS = {".limitsize": "bound the relation in its rules instead: a depth column with a condition "
+                                "(p(x, d + 1) :- p(y, d), e(y, x), d < 10.) stops a recursion; "
+                                "n = count : { ... }, n < N keeps the tuples with fewer than N before them"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -922,9 +928,14 @@ def _name_of(x) -> str:
 _NOT_YET_TERMS = {
     "nil": ("nil (the empty record; records are not supported)",
             "declare the column with a primitive type and use a sentinel value such as 0 or \"\""),
-    "autoinc": ("autoinc() (a counter that depends on evaluation order)",
-                "build a deterministic key instead, e.g. id(x, y) or a count aggregate"),
 }
+
+
+def _is_autoinc(node, columns) -> bool:
+    if isinstance(node, (Call, _RawCall)):
+        name = node.func if isinstance(node, Call) else node.name
+        return name == "autoinc" and name not in columns
+    return False
 
 
 def _raw_nodes(node):
@@ -962,6 +973,9 @@ class _Lowering:
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
+        self.in_comp = 0  # inside a `.comp` body
+        self.autoinc_next = 0  # the index of the next rule with autoinc(), in source order
+        self.autoinc_stride = 1  # how many rules use autoinc() in the program
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -970,6 +984,9 @@ class _Lowering:
     def run(self, items) -> list:
         items = _flatten(list(items))  # `.decl A, B(...)` is one Declaration per relation
         self._collect_declarations(items)
+        self.autoinc_stride = max(1, sum(len(_expand(i.body)) for i in items if isinstance(i, _Clause)
+                                         and i.body is not None and isinstance(i.head, _RawCall)
+                                         and any(_is_autoinc(a, self.columns) for a in i.head.args)))
         out: list = []
         for item in items:
             self._statement(item, None, out)
@@ -1008,13 +1025,15 @@ class _Lowering:
                 self._statement(s, item.name, out)
         elif isinstance(item, CompDecl):
             body: list = []
+            self.in_comp += 1
             for s in item.body:
                 self._statement(s, component, body)
+            self.in_comp -= 1
             if self.souffle:  # helper relations of its aggregates belong to each instance
                 body = self.declare_helpers(body)
             out.append(replace(item, body=tuple(body)))
         elif isinstance(item, _Clause):
-            if not self._has_unsupported_term(item):
+            if not self._has_unsupported_term(item) and not self._misplaced_autoinc(item, component):
                 self._clause(item, component, out)
         elif isinstance(item, Declaration) and item.qualifiers:
             self._qualified(item, out)
@@ -1034,6 +1053,35 @@ class _Lowering:
         self.error("syntax", f"{what} is not supported yet", node.span, word, hint)
         return True
 
+    def _misplaced_autoinc(self, c: _Clause, component) -> bool:
+        """Report `autoinc()` anywhere but as an argument of a rule's head, outside
+        components (docs/language.md, "autoinc()"), once; the clause is then dropped."""
+        if not self.souffle:
+            return False
+        calls = [n for n in _raw_nodes(c) if _is_autoinc(n, self.columns)]
+        if not calls:
+            return False
+        allowed = set()
+        if c.body is not None and isinstance(c.head, _RawCall):
+            allowed = {id(a) for a in c.head.args}
+        for call in calls:
+            if call.args:
+                why, hint = "autoinc() takes no arguments", "write autoinc()"
+            elif component is not None or self.in_comp:
+                why, hint = ("autoinc() inside a component is not supported yet",
+                             "write the rule outside the component: each instance would repeat its numbers")
+            elif c.body is None:
+                why, hint = ("autoinc() in a fact is not supported",
+                             "write the number, or a rule with a body: r(x, autoinc()) :- a(x).")
+            elif id(call) not in allowed:
+                why, hint = ("autoinc() is supported only as an argument of a rule's head",
+                             "write r(x, autoinc()) :- ..., not n = autoinc() or autoinc() + 1")
+            else:
+                continue
+            self.error("syntax", why, call.span, "autoinc", hint)
+            return True
+        return False
+
     def _is_range_call(self, node) -> bool:
         if isinstance(node, (Call, _RawCall)):
             name = node.func if isinstance(node, Call) else node.name
@@ -1043,9 +1091,6 @@ class _Lowering:
     def _unsupported_term(self, node) -> bool:
         if isinstance(node, Var):
             return node.name == "nil"
-        if isinstance(node, (Call, _RawCall)):
-            name = node.func if isinstance(node, Call) else node.name
-            return name == "autoinc" and name not in self.columns
         return False
 
     # -- qualifiers
@@ -1164,9 +1209,57 @@ class _Lowering:
                            "write constants (\"text\", 42, true), or make it a rule with ':-' and a body")
 
     # -- rules
+    def _autoinc(self, rule: Rule, out) -> Rule:
+        """`H(.., autoinc(), ..) :- BODY.` as a helper relation of the rule's distinct
+        bindings and a rank (docs/language.md, "autoinc()"):
+            R_autoinc(t.., v.., 0) :- BODY.          t: H's other arguments, v: BODY's other variables
+            R: H(.., n, ..) :- R_autoinc(x.., y.., _),
+                               n = (#bindings lexicographically before (x.., y..)) * K + i.
+        K is the number of rules with autoinc() in the program, i this rule's index among
+        them in source order: numbers are unique across the program and do not depend on
+        evaluation order. The count is one head aggregate `R_autoinc_rank(x.., count<*>)`
+        fed by a rule per column (the bindings equal before it, smaller on it) and one
+        that counts the binding itself, so that no group is empty."""
+        span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
+        index = self.autoinc_next
+        self.autoinc_next += 1
+        terms = [a for a in rule.head.args if not (isinstance(a, Call) and a.func == "autoinc")]
+        head_vars = set(_outer_vars(rule.head))
+        extra = sorted(v for v in _bound_by(list(rule.body)) if v not in head_vars and not v.startswith("_"))
+        name = f"{rule.name}_autoinc"
+        cols = terms + [Var(v, span) for v in extra]
+        n = len(cols)
+        self._rule(Rule(name, Atom(name, tuple(cols) + (Const(0, INT, span),), span=span), rule.body,
+                        False, None, rule.component, span), out)
+        self._helper_relation(name, [f"c{j}" for j in range(n)] + ["unit"])
+        mine = [Var(f"_ai{j}", span) for j in range(n)]
+        theirs = [Var(f"_aj{j}", span) for j in range(n)]
+        rank = f"{name}_rank"  # (binding.., 1 + how many bindings sort before it)
+        head = Atom(rank, tuple(mine) + (Aggregate("count", None, span),), span=span)
+        mine_atom = Atom(name, tuple(mine) + (Wildcard(span),), span=span)
+        theirs_atom = Atom(name, tuple(theirs) + (Wildcard(span),), span=span)
+        self._rule(Rule(rank, head, (mine_atom,), False, None, rule.component, span), out)  # itself: never empty
+        for j in range(n):  # the bindings equal on the columns before j and smaller on column j
+            conds = [BinOp("==", theirs[m], mine[m], span) for m in range(j)] + [BinOp("<", theirs[j], mine[j], span)]
+            self._rule(Rule(f"{rank}{j + 2}", head, (mine_atom, theirs_atom) + tuple(Select(c, span) for c in conds),
+                            False, None, rule.component, span), out)
+        self._helper_relation(rank, [f"c{j}" for j in range(n)] + ["rank"])
+        counted = Var("_autoinc_count", span)
+        value = Call("as", (BinOp("+", BinOp("*", BinOp("-", counted, Const(1, INT, span), span),
+                                             Const(self.autoinc_stride, INT, span), span),
+                                  Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
+        result = Var("_autoinc", span)
+        it = iter(mine)
+        args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
+        body = (Atom(rank, tuple(mine) + (counted,), span=span), Assign(result, value, span))
+        return replace(rule, head=replace(rule.head, args=args), body=body)
+
     def _rule(self, rule: Rule, out):
         """Aggregates (Soufflé's, anywhere in the head or the body) become helper rules
         that come right before the rule; then `=` becomes `:=` or `==`."""
+        if self.souffle and any(isinstance(a, Call) and a.func == "autoinc" and a.func not in self.columns
+                                for a in rule.head.args):
+            rule = self._autoinc(rule, out)
         body = [self.resolve_literal(b) for b in rule.body]
         outside: set = set(_outer_vars(rule.head))
         for lit in body:

@@ -24,6 +24,7 @@ from ..runtime.dataflow import deletion_relation, term_text
 from . import syntax as S
 from .diagnostics import Diagnostic
 
+AUTOINC_SUFFIX = "_autoinc"  # the helper relation of a rule with autoinc() (bootstrap/parser.py)
 PREMAPPABLE = ("min", "max")  # aggregates that may sit inside recursion (PreM, seed 003)
 WRITES = ("sys::", "stage::")
 
@@ -174,6 +175,16 @@ def _stratification(rules: list) -> Iterator[Diagnostic]:
     heads = list(dict.fromkeys(head_of(r) for r in rules))
     for comp in components(heads, graph):
         members = set(comp)
+        lowered = [r for r in rules if head_of(r) in members and r.name == head_of(r)
+                   and r.name.endswith(AUTOINC_SUFFIX)]
+        if lowered and is_recursive(comp, graph):  # autoinc()'s rank (bootstrap/parser.py) inside recursion
+            rule = lowered[0]
+            yield Diagnostic("unstratifiable", "autoinc() in a recursive rule is not supported",
+                             rule.span, "autoinc",
+                             "Evita numbers a rule's bindings in sorted order once they are all known, "
+                             "which recursion never settles; number the relation in a later stratum: "
+                             "q(x, autoinc()) :- p(x).")
+            continue
         for head in comp:
             for body, label, (rule, atom) in graph.get(head, ()):
                 if body not in members or label == "pos":
