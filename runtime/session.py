@@ -33,11 +33,17 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("EVITA_MASTER") or DEFAULT_MASTER
+    master, where = _master_and_where(master)
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if master is not None and (active is None or active.master != master):
+        check_master(master, where)  # before the JVM: Spark itself would retry for a minute
+    builder = SparkSession.builder.appName("evita")
+    if master is not None:
+        builder = builder.master(master)
     builder = (
-        SparkSession.builder.appName("evita")
-        .master(master)
-        .config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
+        builder.config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"))
@@ -55,6 +61,98 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     return spark
 
 
+# ---------------------------------------------------------------- the master
+
+MASTER_TIMEOUT = float(os.environ.get("EVITA_MASTER_TIMEOUT", "5"))  # seconds per address
+
+
+def _master_and_where(master: str | None):
+    """The master to ask for and where it was given (for the diagnostic). Under
+    `spark-submit` (its JVM hands Python `PYSPARK_GATEWAY_PORT`), no master given means
+    spark-submit's own `--master`: None, the builder leaves it alone."""
+    from .inputs import COMMAND_LINE
+
+    if master:
+        return master, COMMAND_LINE
+    if os.environ.get("EVITA_MASTER"):
+        from ..bootstrap.syntax import Span
+
+        return os.environ["EVITA_MASTER"], Span("$EVITA_MASTER", 0, 0)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None, COMMAND_LINE
+    return DEFAULT_MASTER, COMMAND_LINE
+
+
+def master_addresses(master: str) -> list:
+    """The (host, port) pairs a master URL names, for the ones Evita can check before the
+    JVM starts: `spark://H:P[,H2:P2]` (a standalone master, or several with ZooKeeper
+    failover), `k8s://https://H[:P]` (the Kubernetes API server). Others (`local[...]`,
+    `yarn`: its address is in the Hadoop configuration) give [].
+
+    >>> master_addresses("spark://10.0.0.5:7077,10.0.0.6:7077")
+    [('10.0.0.5', 7077), ('10.0.0.6', 7077)]
+    >>> master_addresses("k8s://https://k8s.example.com"), master_addresses("local[*]")
+    ([('k8s.example.com', 443)], [])
+    """
+    from urllib.parse import urlsplit
+
+    if master.startswith("spark://"):
+        out = []
+        for part in master[len("spark://"):].split(","):
+            host, _, port = part.strip().rstrip("/").rpartition(":")
+            out.append((host.strip("[]") or part, int(port) if port.isdigit() else -1))
+        return out
+    if master.startswith("k8s://"):
+        rest = master[len("k8s://"):]
+        u = urlsplit(rest if "://" in rest else "https://" + rest)
+        try:
+            port = u.port or (80 if u.scheme == "http" else 443)
+        except ValueError:
+            port = -1
+        return [(u.hostname or "", port)]
+    return []
+
+
+def check_master(master: str, where=None, timeout: float | None = None) -> None:
+    """Raise an EvitaError (error[master-unreachable]) unless some address of `master`
+    accepts a TCP connection within `timeout` seconds. Spark, asked for a standalone
+    master that does not answer, retries its registration for a minute (three tries of
+    20 s, fixed in `StandaloneAppClient`) and then leaves a stopped context behind: this
+    says what is wrong in a few seconds, before any JVM starts."""
+    import socket
+
+    from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+    if where is None:
+        from .inputs import COMMAND_LINE as where
+    timeout = MASTER_TIMEOUT if timeout is None else timeout
+    addresses = master_addresses(master)
+    if not addresses:
+        return
+    reasons = []
+    for host, port in addresses:
+        if not host or not (0 < port < 65536):
+            reasons.append(f"{host or '?'}: no {'port' if host else 'host'} in the URL (spark://HOST:PORT)")
+            continue
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except socket.timeout:
+            reasons.append(f"{host}:{port}: no answer within {timeout:g} s")
+        except OSError as e:
+            reasons.append(f"{host}:{port}: {e.strerror or e}")
+    given = "--master" if str(where.file) == "<command line>" else str(where.file)
+    if master.startswith("k8s://"):
+        hint = (f"is the Kubernetes API server at that address, and reachable from here (kubectl cluster-info)? "
+                f"Check the host and port in {given}, and that no firewall or proxy blocks it")
+    else:
+        hint = (f"is the master running? (on this machine: scripts/local-cluster status, "
+                f"or scripts/local-cluster start); check the host and port in {given} (a standalone "
+                f"master listens on 7077 unless told otherwise), and that no firewall blocks the port")
+    raise EvitaError([Diagnostic("master-unreachable", f"cannot reach the Spark master {master}: "
+                                 + "; ".join(reasons), where, master, hint)])
+
+
 # ---------------------------------------------------------------- Evita on the executors
 
 _PACKAGE_FILES = (".py", ".dl", ".lark", ".properties")
@@ -68,17 +166,31 @@ def is_local(master: str) -> bool:
     return master.startswith("local") and not master.startswith("local-cluster")
 
 
-def package_zip() -> Path:
-    """A zip of the `evita` package this process runs (what pip installed, or a checkout),
-    built once per process, named by its content hash (EVITA_PYFILES_DIR, default the temp dir)."""
-    global _zip
-    if _zip is not None and _zip.exists():
-        return _zip
-    import hashlib
+def _package_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def imported_from_zip() -> Path | None:
+    """The zip this process imports Evita from (`spark-submit --py-files evita.zip`), else None."""
+    root = _package_root()
+    if root.is_dir():
+        return None
+    for p in root.parents:
+        if p.is_file():
+            return p
+    return None
+
+
+def package_bytes() -> bytes:
+    """The `evita` package this process runs (what pip installed, or a checkout) as a zip
+    with `evita/` at its top, the bytes fixed by the sources (no timestamps)."""
     import io
     import zipfile
 
-    root = Path(__file__).resolve().parent.parent
+    inside = imported_from_zip()
+    if inside is not None:  # running from a shipped zip already: that zip is the package
+        return inside.read_bytes()
+    root = _package_root()
     files = sorted(p for p in root.glob("*") if p.is_file() and p.suffix in _PACKAGE_FILES)
     for d in _PACKAGE_DIRS:
         files += sorted(p for p in (root / d).rglob("*") if p.is_file() and p.suffix in _PACKAGE_FILES
@@ -89,7 +201,86 @@ def package_zip() -> Path:
             info = zipfile.ZipInfo(f"evita/{p.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, p.read_bytes())
-    data = buf.getvalue()
+    return buf.getvalue()
+
+
+def write_package(output: str | os.PathLike) -> Path:
+    """Write the package zip to `output` (`evita package`): the file to give
+    `spark-submit --py-files` (or `spark.submit.pyFiles`) for a driver Evita does not start."""
+    target = Path(output)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(package_bytes())
+    os.replace(tmp, target)
+    return target
+
+
+LAUNCHER = '''"""Evita's command line under spark-submit (written by `evita package --launcher`):
+
+    spark-submit --master MASTER --py-files evita.zip evita_main.py run PROGRAM [options]
+
+The arguments after this file are `evita`'s. Evita reads its grammar and stages as files,
+so when the driver has no installed `evita` and imports it from the zip (cluster deploy
+mode), the zip is unpacked into a temporary folder first.
+"""
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+
+
+def _unpacked():
+    for entry in list(sys.path):
+        if entry.endswith(".zip") and os.path.isfile(entry):
+            with zipfile.ZipFile(entry) as z:
+                if "evita/__init__.py" in z.namelist():
+                    target = tempfile.mkdtemp(prefix="evita-driver-")
+                    atexit.register(shutil.rmtree, target, True)
+                    z.extractall(target)
+                    return target
+    return None
+
+
+try:
+    import evita
+    installed = bool(getattr(evita, "__file__", None)) and os.path.isdir(os.path.dirname(evita.__file__))
+except ImportError:
+    installed = False
+if not installed:
+    folder = _unpacked()
+    if folder is None:
+        sys.exit("evita_main.py: no evita package: give spark-submit --py-files evita.zip (evita package)")
+    for name in [m for m in sys.modules if m == "evita" or m.startswith("evita.")]:
+        del sys.modules[name]
+    sys.path.insert(0, folder)
+
+from evita.bootstrap.cli import main  # noqa: E402
+
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def write_launcher(output: str | os.PathLike) -> Path:
+    """Write `LAUNCHER`, the Python file spark-submit runs as the application."""
+    target = Path(output)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(LAUNCHER)
+    return target
+
+
+def package_zip() -> Path:
+    """The package's zip (`package_bytes`), written once per process, named by its content
+    hash (EVITA_PYFILES_DIR, default the temp dir)."""
+    global _zip
+    if _zip is not None and _zip.exists():
+        return _zip
+    import hashlib
+
+    data = package_bytes()
     out_dir = Path(os.environ.get("EVITA_PYFILES_DIR") or tempfile.gettempdir()) / "evita-pyfiles"
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"evita-{hashlib.sha256(data).hexdigest()[:16]}.zip"
@@ -105,10 +296,12 @@ def ship_package(spark) -> None:
     """Give the executors Evita: unless they run in the driver's JVM (`local[...]`), the
     package's zip goes to every executor (`addPyFile`, once per SparkContext), so tasks that
     run Evita's Python (the in-task evaluator of `runtime/local.py`, the simulator's fan-out)
-    import it from there and workers need no `pip install evita`."""
+    import it from there and workers need no `pip install evita`. A driver that imports
+    Evita from a zip got it from `spark-submit --py-files`, which ships it to the executors
+    as well: nothing more is added."""
     sc = spark.sparkContext
-    if is_local(sc.master):
-        return
+    if is_local(sc.master) or imported_from_zip() is not None:
+        return  # in the driver's JVM, or Evita came as a zip (`--py-files`): the executors have it too
     key = (id(sc), sc.applicationId)
     if key in _shipped:
         return
