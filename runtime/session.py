@@ -26,8 +26,15 @@ def warehouse_dir(path: str | os.PathLike | None = None):
 
 
 def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
-    """Get or create the session. Settings only apply when the JVM starts here."""
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    """Get or create the session. Settings only apply when the JVM starts here.
+
+    Under `spark-submit` (docs/deploy.md) its `--master` and `--conf` settings hold: Evita
+    asks for no master unless told one, sets its tuning defaults only where spark-submit
+    gave none, and leaves the executors' Python to `spark.pyspark.python`/`PYSPARK_PYTHON`.
+    The warehouse is always Evita's (`--warehouse`, `$EVITA_WAREHOUSE`)."""
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
+    if not submitted:
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
     # Spark puts its conf dir on the driver's classpath, where log4j2 finds our quiet config.
     os.environ.setdefault("SPARK_CONF_DIR", str(_LOG_CONFIG.parent))
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
@@ -42,16 +49,20 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     builder = SparkSession.builder.appName("evita")
     if master is not None:
         builder = builder.master(master)
-    builder = (
-        builder.config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"))
-        .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", os.environ.get("EVITA_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
+    given = _submitted_settings() if submitted and active is None else {}
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": os.environ.get("EVITA_DEFAULT_PARALLELISM", "4"),
+        "spark.driver.memory": os.environ.get("EVITA_DRIVER_MEMORY", "4g"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    builder = builder.config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
+    for key, value in defaults.items():
+        if key not in given:
+            builder = builder.config(key, value)
     from ..bootstrap.activity import doing
 
     with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()):
@@ -59,6 +70,18 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     spark.sparkContext.setLogLevel("ERROR")
     ship_package(spark)
     return spark
+
+
+def _submitted_settings() -> dict:
+    """The settings spark-submit gave the JVM it started (its `--conf`, `--master`, the
+    properties file), read through the gateway before any SparkContext exists."""
+    from pyspark import SparkConf, SparkContext
+
+    try:
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM: no new JVM
+        return dict(SparkConf().getAll())
+    except Exception:  # not what it looked like: no settings to respect
+        return {}
 
 
 # ---------------------------------------------------------------- the master
