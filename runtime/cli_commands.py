@@ -7,6 +7,7 @@
     evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
     evita test-suite DIR [--construct NAME] [-v]   (runtime/conformance.py)
     evita simulate PROGRAM [--seeds A-B] [--steps N] [--delay D] (runtime/simulate_cli.py)
+    evita package [--output evita.zip] [--launcher FILE]   the zip for spark-submit (docs/deploy.md)
 
 The program is parsed and checked before Spark starts, so a bad program fails fast.
 What `run` shows: the `.output` relations if the program has any, else the answers to
