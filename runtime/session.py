@@ -49,7 +49,7 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     builder = SparkSession.builder.appName("evita")
     if master is not None:
         builder = builder.master(master)
-    given = _submitted_settings() if submitted and active is None else {}
+    given = _submitted_settings() if submitted else {}  # (getOrCreate re-applies the rest to a running session)
     defaults = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -65,7 +65,8 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
             builder = builder.config(key, value)
     from ..bootstrap.activity import doing
 
-    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()):
+    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()), \
+            _master_watched(master, where):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     ship_package(spark)
@@ -174,6 +175,76 @@ def check_master(master: str, where=None, timeout: float | None = None) -> None:
                 f"master listens on 7077 unless told otherwise), and that no firewall blocks the port")
     raise EvitaError([Diagnostic("master-unreachable", f"cannot reach the Spark master {master}: "
                                  + "; ".join(reasons), where, master, hint)])
+
+
+def _reachable(addresses, timeout: float) -> bool:
+    import socket
+
+    for address in addresses:
+        try:
+            with socket.create_connection(address, timeout=timeout):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+@contextlib.contextmanager
+def _master_watched(master: str | None, where):
+    """While Spark starts against a standalone master that passed `check_master`: should
+    the master stop accepting connections (it went down after the check), stop the JVM
+    this process started and raise error[master-unreachable], instead of Spark's minute
+    of registration retries. Not under spark-submit (its JVM is not ours), nor when a
+    JVM runs already."""
+    import threading
+
+    from pyspark import SparkContext
+
+    addresses = master_addresses(master) if master and master.startswith("spark://") else []
+    if not addresses or "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._gateway is not None:
+        yield
+        return
+    done, fired = threading.Event(), []
+    misses = int(os.environ.get("EVITA_MASTER_MISSES", "3"))
+
+    def watch():
+        missed = 0
+        while not done.wait(1.0):
+            missed = 0 if _reachable(addresses, 1.0) else missed + 1
+            proc = getattr(SparkContext._gateway, "proc", None)
+            if missed >= misses and proc is not None and not done.is_set():
+                fired.append(missed)
+                proc.kill()  # spark-submit execs the JVM: this is it; the call in flight then fails
+                return
+
+    watcher = threading.Thread(target=watch, name="evita-master-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except Exception as e:
+        if not fired:
+            if "stopped SparkContext" in str(e):  # Spark gave up registering ("All masters are unresponsive")
+                from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+                raise EvitaError([Diagnostic(
+                    "master-unreachable", f"the Spark master {master} accepted connections but did not take the "
+                    "application: Spark gave up registering with it after a minute (its log: All masters are "
+                    "unresponsive)", where, master,
+                    "is that port a Spark master's? (not its web UI, 8080 by default: the master's URL is at the "
+                    "top of that page); is the master the same Spark version as pyspark here?")]) from None
+            raise
+    finally:
+        done.set()
+    if fired:
+        from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+        SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
+        SparkContext._active_spark_context = None
+        raise EvitaError([Diagnostic(
+            "master-unreachable", f"the Spark master {master} stopped accepting connections while Spark started "
+            f"(it answered before the JVM started); Spark was stopped instead of retrying for a minute",
+            where, master, "is the master still running? (on this machine: scripts/local-cluster status); "
+            "its log says why it stopped")])
 
 
 # ---------------------------------------------------------------- Evita on the executors
