@@ -110,3 +110,14 @@ def test_package_and_its_launcher(tmp_path):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith(f"{EXAMPLES / 'tc.dl'}: ok")
+
+
+def test_a_warehouse_uri_is_kept_as_given(monkeypatch, tmp_path):
+    """`--warehouse s3a://...` (or hdfs://, file://) reaches catalog/fs.py as given; a
+    local path is made absolute. `check` starts no Spark."""
+    monkeypatch.setenv("EVITA_WAREHOUSE", "unchanged")  # restored after the test
+    assert main(["check", str(EXAMPLES / "tc.dl"), "--warehouse", "s3a://bucket/evita"]) == 0
+    assert os.environ["EVITA_WAREHOUSE"] == "s3a://bucket/evita"
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", str(EXAMPLES / "tc.dl"), "--warehouse", "wh"]) == 0
+    assert os.environ["EVITA_WAREHOUSE"] == str(tmp_path.resolve() / "wh")
