@@ -34,7 +34,9 @@ def main(argv: list | None = None) -> int:
         parser.print_help()
         return 2
     if getattr(args, "warehouse", None):
-        os.environ["EVITA_WAREHOUSE"] = str(Path(args.warehouse).resolve())
+        # a URI (hdfs://, s3a://, file://) is kept as given: catalog/fs.py reads it
+        os.environ["EVITA_WAREHOUSE"] = (args.warehouse if "://" in args.warehouse
+                                         else str(Path(args.warehouse).resolve()))
     from evita.catalog.store import WarehouseBusy
 
     from .stopping import Stopped, stopped_by_signals

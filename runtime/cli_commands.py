@@ -7,6 +7,7 @@
     evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
     evita test-suite DIR [--construct NAME] [-v]   (runtime/conformance.py)
     evita simulate PROGRAM [--seeds A-B] [--steps N] [--delay D] (runtime/simulate_cli.py)
+    evita package [--output evita.zip] [--launcher FILE]   the zip for spark-submit (docs/deploy.md)
 
 The program is parsed and checked before Spark starts, so a bad program fails fast.
 What `run` shows: the `.output` relations if the program has any, else the answers to
@@ -69,11 +70,37 @@ def add_arguments(subparsers, common=None) -> None:
         c.add_argument("--warehouse", help="catalog warehouse directory")
     c.set_defaults(func=cmd_analyze)
 
+    c = subparsers.add_parser("package", help="write Evita as a zip for spark-submit --py-files (docs/deploy.md)")
+    c.add_argument("--output", default="evita.zip", metavar="ZIP", help="the zip to write (default evita.zip)")
+    c.add_argument("--launcher", metavar="FILE",
+                   help="also write FILE, a Python launcher for spark-submit that runs Evita's command line "
+                        "(e.g. evita_main.py)")
+    c.set_defaults(func=cmd_package)
+
     from .conformance import add_arguments as add_test_suite
     from .simulate_cli import add_arguments as add_simulate
 
     add_test_suite(subparsers, parents[:-1])
     add_simulate(subparsers, parents)
+
+
+def cmd_package(args) -> int:
+    """`evita package`: the zip spark-submit ships (no Spark started)."""
+    import zipfile
+
+    from .session import write_launcher, write_package
+
+    zip_path = write_package(args.output)
+    with zipfile.ZipFile(zip_path) as z:
+        n = len(z.namelist())
+    print(f"wrote {zip_path} ({n} files, {zip_path.stat().st_size // 1024} KiB): the evita package for "
+          f"spark-submit --py-files")
+    launcher = "evita_main.py"
+    if args.launcher:
+        launcher = str(write_launcher(args.launcher))
+        print(f"wrote {launcher}: spark-submit runs it, the arguments after it are evita's")
+    print(f"spark-submit --master MASTER --py-files {zip_path} {launcher} run PROGRAM --warehouse hdfs://...|s3a://...")
+    return 0
 
 
 def compiled(args, program=None, phases=None, measured=()):

@@ -26,33 +26,225 @@ def warehouse_dir(path: str | os.PathLike | None = None):
 
 
 def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
-    """Get or create the session. Settings only apply when the JVM starts here."""
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    """Get or create the session. Settings only apply when the JVM starts here.
+
+    Under `spark-submit` (docs/deploy.md) its `--master` and `--conf` settings hold: Evita
+    asks for no master unless told one, sets its tuning defaults only where spark-submit
+    gave none, and leaves the executors' Python to `spark.pyspark.python`/`PYSPARK_PYTHON`.
+    The warehouse is always Evita's (`--warehouse`, `$EVITA_WAREHOUSE`)."""
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
+    if not submitted:
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
     # Spark puts its conf dir on the driver's classpath, where log4j2 finds our quiet config.
     os.environ.setdefault("SPARK_CONF_DIR", str(_LOG_CONFIG.parent))
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("EVITA_MASTER") or DEFAULT_MASTER
-    builder = (
-        SparkSession.builder.appName("evita")
-        .master(master)
-        .config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"))
-        .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", os.environ.get("EVITA_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
+    master, where = _master_and_where(master)
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if master is not None and (active is None or active.master != master):
+        check_master(master, where)  # before the JVM: Spark itself would retry for a minute
+    builder = SparkSession.builder.appName("evita")
+    if master is not None:
+        builder = builder.master(master)
+    given = _submitted_settings() if submitted else {}  # (getOrCreate re-applies the rest to a running session)
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": os.environ.get("EVITA_DEFAULT_PARALLELISM", "4"),
+        "spark.driver.memory": os.environ.get("EVITA_DRIVER_MEMORY", "4g"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    builder = builder.config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
+    for key, value in defaults.items():
+        if key not in given:
+            builder = builder.config(key, value)
     from ..bootstrap.activity import doing
 
-    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()):
+    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()), \
+            _master_watched(master, where):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     ship_package(spark)
     return spark
+
+
+def _submitted_settings() -> dict:
+    """The settings spark-submit gave the JVM it started (its `--conf`, `--master`, the
+    properties file), read through the gateway before any SparkContext exists."""
+    from pyspark import SparkConf, SparkContext
+
+    try:
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM: no new JVM
+        return dict(SparkConf().getAll())
+    except Exception:  # not what it looked like: no settings to respect
+        return {}
+
+
+# ---------------------------------------------------------------- the master
+
+MASTER_TIMEOUT = float(os.environ.get("EVITA_MASTER_TIMEOUT", "5"))  # seconds per address
+
+
+def _master_and_where(master: str | None):
+    """The master to ask for and where it was given (for the diagnostic). Under
+    `spark-submit` (its JVM hands Python `PYSPARK_GATEWAY_PORT`), no master given means
+    spark-submit's own `--master`: None, the builder leaves it alone."""
+    from .inputs import COMMAND_LINE
+
+    if master:
+        return master, COMMAND_LINE
+    if os.environ.get("EVITA_MASTER"):
+        from ..bootstrap.syntax import Span
+
+        return os.environ["EVITA_MASTER"], Span("$EVITA_MASTER", 0, 0)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None, COMMAND_LINE
+    return DEFAULT_MASTER, COMMAND_LINE
+
+
+def master_addresses(master: str) -> list:
+    """The (host, port) pairs a master URL names, for the ones Evita can check before the
+    JVM starts: `spark://H:P[,H2:P2]` (a standalone master, or several with ZooKeeper
+    failover), `k8s://https://H[:P]` (the Kubernetes API server). Others (`local[...]`,
+    `yarn`: its address is in the Hadoop configuration) give [].
+
+    >>> master_addresses("spark://10.0.0.5:7077,10.0.0.6:7077")
+    [('10.0.0.5', 7077), ('10.0.0.6', 7077)]
+    >>> master_addresses("k8s://https://k8s.example.com"), master_addresses("local[*]")
+    ([('k8s.example.com', 443)], [])
+    """
+    from urllib.parse import urlsplit
+
+    if master.startswith("spark://"):
+        out = []
+        for part in master[len("spark://"):].split(","):
+            host, _, port = part.strip().rstrip("/").rpartition(":")
+            out.append((host.strip("[]") or part, int(port) if port.isdigit() else -1))
+        return out
+    if master.startswith("k8s://"):
+        rest = master[len("k8s://"):]
+        u = urlsplit(rest if "://" in rest else "https://" + rest)
+        try:
+            port = u.port or (80 if u.scheme == "http" else 443)
+        except ValueError:
+            port = -1
+        return [(u.hostname or "", port)]
+    return []
+
+
+def check_master(master: str, where=None, timeout: float | None = None) -> None:
+    """Raise an EvitaError (error[master-unreachable]) unless some address of `master`
+    accepts a TCP connection within `timeout` seconds. Spark, asked for a standalone
+    master that does not answer, retries its registration for a minute (three tries of
+    20 s, fixed in `StandaloneAppClient`) and then leaves a stopped context behind: this
+    says what is wrong in a few seconds, before any JVM starts."""
+    import socket
+
+    from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+    if where is None:
+        from .inputs import COMMAND_LINE as where
+    timeout = MASTER_TIMEOUT if timeout is None else timeout
+    addresses = master_addresses(master)
+    if not addresses:
+        return
+    reasons = []
+    for host, port in addresses:
+        if not host or not (0 < port < 65536):
+            reasons.append(f"{host or '?'}: no {'port' if host else 'host'} in the URL (spark://HOST:PORT)")
+            continue
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except socket.timeout:
+            reasons.append(f"{host}:{port}: no answer within {timeout:g} s")
+        except OSError as e:
+            reasons.append(f"{host}:{port}: {e.strerror or e}")
+    given = "--master" if str(where.file) == "<command line>" else str(where.file)
+    if master.startswith("k8s://"):
+        hint = (f"is the Kubernetes API server at that address, and reachable from here (kubectl cluster-info)? "
+                f"Check the host and port in {given}, and that no firewall or proxy blocks it")
+    else:
+        hint = (f"is the master running? (on this machine: scripts/local-cluster status, "
+                f"or scripts/local-cluster start); check the host and port in {given} (a standalone "
+                f"master listens on 7077 unless told otherwise), and that no firewall blocks the port")
+    raise EvitaError([Diagnostic("master-unreachable", f"cannot reach the Spark master {master}: "
+                                 + "; ".join(reasons), where, master, hint)])
+
+
+def _reachable(addresses, timeout: float) -> bool:
+    import socket
+
+    for address in addresses:
+        try:
+            with socket.create_connection(address, timeout=timeout):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+@contextlib.contextmanager
+def _master_watched(master: str | None, where):
+    """While Spark starts against a standalone master that passed `check_master`: should
+    the master stop accepting connections (it went down after the check), stop the JVM
+    this process started and raise error[master-unreachable], instead of Spark's minute
+    of registration retries. Not under spark-submit (its JVM is not ours), nor when a
+    JVM runs already."""
+    import threading
+
+    from pyspark import SparkContext
+
+    addresses = master_addresses(master) if master and master.startswith("spark://") else []
+    if not addresses or "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._gateway is not None:
+        yield
+        return
+    done, fired = threading.Event(), []
+    misses = int(os.environ.get("EVITA_MASTER_MISSES", "3"))
+
+    def watch():
+        missed = 0
+        while not done.wait(1.0):
+            missed = 0 if _reachable(addresses, 1.0) else missed + 1
+            proc = getattr(SparkContext._gateway, "proc", None)
+            if missed >= misses and proc is not None and not done.is_set():
+                fired.append(missed)
+                proc.kill()  # spark-submit execs the JVM: this is it; the call in flight then fails
+                return
+
+    watcher = threading.Thread(target=watch, name="evita-master-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except Exception as e:
+        if not fired:
+            if "stopped SparkContext" in str(e):  # Spark gave up registering ("All masters are unresponsive")
+                from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+                raise EvitaError([Diagnostic(
+                    "master-unreachable", f"the Spark master {master} accepted connections but did not take the "
+                    "application: Spark gave up registering with it after a minute (its log: All masters are "
+                    "unresponsive)", where, master,
+                    "is that port a Spark master's? (not its web UI, 8080 by default: the master's URL is at the "
+                    "top of that page); is the master the same Spark version as pyspark here?")]) from None
+            raise
+    finally:
+        done.set()
+    if fired:
+        from ..bootstrap.diagnostics import Diagnostic, EvitaError
+
+        SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
+        SparkContext._active_spark_context = None
+        raise EvitaError([Diagnostic(
+            "master-unreachable", f"the Spark master {master} stopped accepting connections while Spark started "
+            f"(it answered before the JVM started); Spark was stopped instead of retrying for a minute",
+            where, master, "is the master still running? (on this machine: scripts/local-cluster status); "
+            "its log says why it stopped")])
 
 
 # ---------------------------------------------------------------- Evita on the executors
@@ -68,17 +260,31 @@ def is_local(master: str) -> bool:
     return master.startswith("local") and not master.startswith("local-cluster")
 
 
-def package_zip() -> Path:
-    """A zip of the `evita` package this process runs (what pip installed, or a checkout),
-    built once per process, named by its content hash (EVITA_PYFILES_DIR, default the temp dir)."""
-    global _zip
-    if _zip is not None and _zip.exists():
-        return _zip
-    import hashlib
+def _package_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def imported_from_zip() -> Path | None:
+    """The zip this process imports Evita from (`spark-submit --py-files evita.zip`), else None."""
+    root = _package_root()
+    if root.is_dir():
+        return None
+    for p in root.parents:
+        if p.is_file():
+            return p
+    return None
+
+
+def package_bytes() -> bytes:
+    """The `evita` package this process runs (what pip installed, or a checkout) as a zip
+    with `evita/` at its top, the bytes fixed by the sources (no timestamps)."""
     import io
     import zipfile
 
-    root = Path(__file__).resolve().parent.parent
+    inside = imported_from_zip()
+    if inside is not None:  # running from a shipped zip already: that zip is the package
+        return inside.read_bytes()
+    root = _package_root()
     files = sorted(p for p in root.glob("*") if p.is_file() and p.suffix in _PACKAGE_FILES)
     for d in _PACKAGE_DIRS:
         files += sorted(p for p in (root / d).rglob("*") if p.is_file() and p.suffix in _PACKAGE_FILES
@@ -89,7 +295,86 @@ def package_zip() -> Path:
             info = zipfile.ZipInfo(f"evita/{p.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, p.read_bytes())
-    data = buf.getvalue()
+    return buf.getvalue()
+
+
+def write_package(output: str | os.PathLike) -> Path:
+    """Write the package zip to `output` (`evita package`): the file to give
+    `spark-submit --py-files` (or `spark.submit.pyFiles`) for a driver Evita does not start."""
+    target = Path(output)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(package_bytes())
+    os.replace(tmp, target)
+    return target
+
+
+LAUNCHER = '''"""Evita's command line under spark-submit (written by `evita package --launcher`):
+
+    spark-submit --master MASTER --py-files evita.zip evita_main.py run PROGRAM [options]
+
+The arguments after this file are `evita`'s. Evita reads its grammar and stages as files,
+so when the driver has no installed `evita` and imports it from the zip (cluster deploy
+mode), the zip is unpacked into a temporary folder first.
+"""
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+
+
+def _unpacked():
+    for entry in list(sys.path):
+        if entry.endswith(".zip") and os.path.isfile(entry):
+            with zipfile.ZipFile(entry) as z:
+                if "evita/__init__.py" in z.namelist():
+                    target = tempfile.mkdtemp(prefix="evita-driver-")
+                    atexit.register(shutil.rmtree, target, True)
+                    z.extractall(target)
+                    return target
+    return None
+
+
+try:
+    import evita
+    installed = bool(getattr(evita, "__file__", None)) and os.path.isdir(os.path.dirname(evita.__file__))
+except ImportError:
+    installed = False
+if not installed:
+    folder = _unpacked()
+    if folder is None:
+        sys.exit("evita_main.py: no evita package: give spark-submit --py-files evita.zip (evita package)")
+    for name in [m for m in sys.modules if m == "evita" or m.startswith("evita.")]:
+        del sys.modules[name]
+    sys.path.insert(0, folder)
+
+from evita.bootstrap.cli import main  # noqa: E402
+
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def write_launcher(output: str | os.PathLike) -> Path:
+    """Write `LAUNCHER`, the Python file spark-submit runs as the application."""
+    target = Path(output)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(LAUNCHER)
+    return target
+
+
+def package_zip() -> Path:
+    """The package's zip (`package_bytes`), written once per process, named by its content
+    hash (EVITA_PYFILES_DIR, default the temp dir)."""
+    global _zip
+    if _zip is not None and _zip.exists():
+        return _zip
+    import hashlib
+
+    data = package_bytes()
     out_dir = Path(os.environ.get("EVITA_PYFILES_DIR") or tempfile.gettempdir()) / "evita-pyfiles"
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"evita-{hashlib.sha256(data).hexdigest()[:16]}.zip"
@@ -105,10 +390,12 @@ def ship_package(spark) -> None:
     """Give the executors Evita: unless they run in the driver's JVM (`local[...]`), the
     package's zip goes to every executor (`addPyFile`, once per SparkContext), so tasks that
     run Evita's Python (the in-task evaluator of `runtime/local.py`, the simulator's fan-out)
-    import it from there and workers need no `pip install evita`."""
+    import it from there and workers need no `pip install evita`. A driver that imports
+    Evita from a zip got it from `spark-submit --py-files`, which ships it to the executors
+    as well: nothing more is added."""
     sc = spark.sparkContext
-    if is_local(sc.master):
-        return
+    if is_local(sc.master) or imported_from_zip() is not None:
+        return  # in the driver's JVM, or Evita came as a zip (`--py-files`): the executors have it too
     key = (id(sc), sc.applicationId)
     if key in _shipped:
         return
