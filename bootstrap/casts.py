@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .diagnostics import Diagnostic
-from .syntax import STRING, Aggregate, Assign, Atom, BinOp, Call, Cond, Const, ListExpr, Rule, Select, UnOp, Var
+from .syntax import STRING, Call, Const, Rule, Var, map_literal, map_subterms, rule_terms, subterms
 
 NAME = "as"
 
@@ -36,14 +36,8 @@ def normalized(rule: Rule, report) -> Rule:
     """`rule` with the type of each `as(x, T)` as the constant "T"; `report(diagnostic)`
     for a cast without two arguments or whose second is not a type name."""
     sub = lambda t: _term(t, report)  # noqa: E731
-    body = []
-    for lit in rule.body:
-        if isinstance(lit, Atom):
-            lit = replace(lit, args=tuple(sub(a) for a in lit.args))
-        elif isinstance(lit, (Assign, Select)):
-            lit = replace(lit, expr=sub(lit.expr))
-        body.append(lit)
-    return replace(rule, head=replace(rule.head, args=tuple(sub(a) for a in rule.head.args)), body=tuple(body))
+    return replace(rule, head=replace(rule.head, args=tuple(sub(a) for a in rule.head.args)),
+                   body=tuple(map_literal(lit, sub) for lit in rule.body))
 
 
 def _term(t, report):
@@ -61,19 +55,7 @@ def _term(t, report):
             report(Diagnostic("syntax", "the second argument of as(x, T) is a type name", getattr(kind, "span", t.span),
                               "", "write the type's name, e.g. as(n, number) or as(s, Name)"))
         return replace(t, args=args)
-    if isinstance(t, Call):
-        return replace(t, args=tuple(sub(a) for a in t.args))
-    if isinstance(t, BinOp):
-        return replace(t, left=sub(t.left), right=sub(t.right))
-    if isinstance(t, UnOp):
-        return replace(t, arg=sub(t.arg))
-    if isinstance(t, Cond):
-        return replace(t, test=sub(t.test), then=sub(t.then), other=sub(t.other))
-    if isinstance(t, ListExpr):
-        return replace(t, items=tuple(sub(a) for a in t.items))
-    if isinstance(t, Aggregate) and t.arg is not None:
-        return replace(t, arg=sub(t.arg))
-    return t
+    return map_subterms(t, sub)
 
 
 def casts_in(rule: Rule) -> list:
@@ -81,31 +63,11 @@ def casts_in(rule: Rule) -> list:
     found: list = []
 
     def walk(t):
-        if isinstance(t, Call):
-            if is_cast(t):
-                found.append(t)
-            for a in t.args:
-                walk(a)
-        elif isinstance(t, BinOp):
-            walk(t.left)
-            walk(t.right)
-        elif isinstance(t, UnOp):
-            walk(t.arg)
-        elif isinstance(t, Cond):
-            for x in (t.test, t.then, t.other):
-                walk(x)
-        elif isinstance(t, ListExpr):
-            for x in t.items:
-                walk(x)
-        elif isinstance(t, Aggregate) and t.arg is not None:
-            walk(t.arg)
+        if is_cast(t):
+            found.append(t)
+        for s in subterms(t):
+            walk(s)
 
-    for a in rule.head.args:
-        walk(a)
-    for lit in rule.body:
-        if isinstance(lit, Atom):
-            for a in lit.args:
-                walk(a)
-        elif isinstance(lit, (Assign, Select)):
-            walk(lit.expr)
+    for t in rule_terms(rule):
+        walk(t)
     return found

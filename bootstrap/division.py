@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from .syntax import (
     FLOAT, INT, Aggregate, Assign, Atom, BinOp, Call, Cond, Const, Declaration, ListExpr, Rule, Select, UnOp, Var,
+    map_literal, map_subterms,
 )
 from .types import TypeSystem, _RuleTypes
 
@@ -58,10 +59,7 @@ def _rewritten(rule: Rule, types: TypeSystem, declared: dict) -> Rule:
     sub = lambda t: _term(t, kinds, guards)  # noqa: E731
     body = []
     for lit in rule.body:
-        if isinstance(lit, Atom):
-            lit = replace(lit, args=tuple(sub(a) for a in lit.args))
-        elif isinstance(lit, (Assign, Select)):
-            lit = replace(lit, expr=sub(lit.expr))
+        lit = map_literal(lit, sub)
         body.extend(guards)
         guards.clear()
         body.append(lit)
@@ -130,14 +128,4 @@ def _term(t, kinds: dict, guards: list):
             if not (isinstance(t.right, Const) and t.right.value != 0):
                 guards.append(Select(BinOp("!=", sub(t.right), Const(0, INT, t.span), t.span), t.span))
         return replace(t, op=op, left=sub(t.left), right=sub(t.right))
-    if isinstance(t, UnOp):
-        return replace(t, arg=sub(t.arg))
-    if isinstance(t, Call):
-        return replace(t, args=tuple(sub(a) for a in t.args))
-    if isinstance(t, Cond):
-        return replace(t, test=sub(t.test), then=sub(t.then), other=sub(t.other))
-    if isinstance(t, ListExpr):
-        return replace(t, items=tuple(sub(a) for a in t.items))
-    if isinstance(t, Aggregate) and t.arg is not None:
-        return replace(t, arg=sub(t.arg))
-    return t
+    return map_subterms(t, sub)

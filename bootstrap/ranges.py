@@ -21,7 +21,7 @@ import math
 from dataclasses import replace
 
 from .builtins import canonical
-from .syntax import Aggregate, Assign, Atom, BinOp, Call, Cond, ListExpr, Rule, Select, UnOp, Var
+from .syntax import Assign, BinOp, Call, Rule, Select, Var, map_literal, map_subterms
 
 NAME = "range"
 
@@ -71,14 +71,8 @@ def hoisted(rule: Rule) -> Rule:
             call = replace(call, args=tuple(fresh.term(a, body) for a in call.args))
             body.append(Assign(var, call, lit.span))
             fresh.count += 1
-        elif isinstance(lit, Assign):
-            body.append(replace(lit, expr=fresh.term(lit.expr, body)))
-        elif isinstance(lit, Select):
-            body.append(replace(lit, expr=fresh.term(lit.expr, body)))
-        elif isinstance(lit, Atom):
-            body.append(replace(lit, args=tuple(fresh.term(a, body) for a in lit.args)))
         else:
-            body.append(lit)
+            body.append(map_literal(lit, lambda t: fresh.term(t, body)))
     head = replace(rule.head, args=tuple(fresh.term(a, body) for a in rule.head.args))
     if not fresh.count:
         return rule
@@ -106,16 +100,4 @@ class _Fresh:
             var = Var(f"_range{self.count}", t.span)
             body.append(Assign(var, call, t.span))
             return var
-        if isinstance(t, Call):
-            return replace(t, args=tuple(sub(a) for a in t.args))
-        if isinstance(t, BinOp):
-            return replace(t, left=sub(t.left), right=sub(t.right))
-        if isinstance(t, UnOp):
-            return replace(t, arg=sub(t.arg))
-        if isinstance(t, Cond):
-            return replace(t, test=sub(t.test), then=sub(t.then), other=sub(t.other))
-        if isinstance(t, ListExpr):
-            return replace(t, items=tuple(sub(a) for a in t.items))
-        if isinstance(t, Aggregate) and t.arg is not None:
-            return replace(t, arg=sub(t.arg))
-        return t
+        return map_subterms(t, sub)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 
@@ -392,6 +392,61 @@ class Program:
 
 # ---------------------------------------------------------------- helpers over terms
 
+def subterms(t) -> tuple:
+    """The direct subterms of a term (an aggregate's argument included)."""
+    if isinstance(t, Call):
+        return t.args
+    if isinstance(t, BinOp):
+        return (t.left, t.right)
+    if isinstance(t, UnOp):
+        return (t.arg,)
+    if isinstance(t, Cond):
+        return (t.test, t.then, t.other)
+    if isinstance(t, ListExpr):
+        return t.items
+    if isinstance(t, Aggregate) and t.arg is not None:
+        return (t.arg,)
+    return ()
+
+
+def map_subterms(t, f):
+    """`t` with `f` applied to each of its direct subterms (a leaf is returned as it is)."""
+    if isinstance(t, Call):
+        return replace(t, args=tuple(f(a) for a in t.args))
+    if isinstance(t, BinOp):
+        return replace(t, left=f(t.left), right=f(t.right))
+    if isinstance(t, UnOp):
+        return replace(t, arg=f(t.arg))
+    if isinstance(t, Cond):
+        return replace(t, test=f(t.test), then=f(t.then), other=f(t.other))
+    if isinstance(t, ListExpr):
+        return replace(t, items=tuple(f(a) for a in t.items))
+    if isinstance(t, Aggregate) and t.arg is not None:
+        return replace(t, arg=f(t.arg))
+    return t
+
+
+def map_literal(lit, f):
+    """A body literal with `f` applied to its terms: an atom's arguments, an assignment's
+    or a condition's expression."""
+    if isinstance(lit, Atom):
+        return replace(lit, args=tuple(f(a) for a in lit.args))
+    if isinstance(lit, (Assign, Select)):
+        return replace(lit, expr=f(lit.expr))
+    return lit
+
+
+def rule_terms(rule) -> list:
+    """The top-level terms of a rule: the head's arguments, then each body literal's."""
+    out = list(rule.head.args)
+    for lit in rule.body:
+        if isinstance(lit, Atom):
+            out.extend(lit.args)
+        elif isinstance(lit, (Assign, Select)):
+            out.append(lit.expr)
+    return out
+
+
 def term_vars(term) -> list:
     """Variables a term mentions, in order of first appearance (aggregates included)."""
     out: list = []
@@ -400,24 +455,8 @@ def term_vars(term) -> list:
         if isinstance(t, Var):
             if t.name not in out:
                 out.append(t.name)
-        elif isinstance(t, Call):
-            for a in t.args:
-                walk(a)
-        elif isinstance(t, BinOp):
-            walk(t.left)
-            walk(t.right)
-        elif isinstance(t, UnOp):
-            walk(t.arg)
-        elif isinstance(t, Cond):
-            walk(t.test)
-            walk(t.then)
-            walk(t.other)
-        elif isinstance(t, ListExpr):
-            for a in t.items:
-                walk(a)
-        elif isinstance(t, Aggregate):
-            if t.arg is not None:
-                walk(t.arg)
+        for s in subterms(t):
+            walk(s)
 
     walk(term)
     return out
