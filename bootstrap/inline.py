@@ -33,7 +33,7 @@ from itertools import product
 
 from .syntax import (
     Aggregate, Assign, Atom, BinOp, Call, Cond, Declaration, Fact, IODirective, ListExpr, Rule, Select,
-    UnOp, Var, Wildcard,
+    UnOp, Var, Wildcard, subterms,
 )
 
 
@@ -144,25 +144,9 @@ def _vars(node) -> list:
     if isinstance(node, (Select, Assign)):
         return (_vars(node.var) if isinstance(node, Assign) else []) + _vars(node.expr)
     out = []
-    for child in _children(node):
+    for child in subterms(node):
         out += _vars(child)
     return out
-
-
-def _children(t) -> tuple:
-    if isinstance(t, Call):
-        return t.args
-    if isinstance(t, ListExpr):
-        return t.items
-    if isinstance(t, BinOp):
-        return (t.left, t.right)
-    if isinstance(t, UnOp):
-        return (t.arg,)
-    if isinstance(t, Cond):
-        return (t.test, t.then, t.other)
-    if isinstance(t, Aggregate) and t.arg is not None:
-        return (t.arg,)
-    return ()
 
 
 def _substitute(t, names: dict):
