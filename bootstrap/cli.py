@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
     common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
+    common.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="a Spark Connect server (default $EVITA_REMOTE, or the one `evita server start` runs "
+                             "for this warehouse)")
     common.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
     sub = p.add_subparsers(metavar="COMMAND")
 
@@ -206,7 +209,7 @@ def session(args):
     from evita.catalog import store
     from evita.runtime.session import spark_session
 
-    spark = spark_session(master=getattr(args, "master", None))
+    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
     store.attach(spark)
     for what in store.RECOVERED:  # a save a killed process left half done
         err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)

@@ -135,8 +135,39 @@ def checked_file(path: Path) -> S.Program:
     stat = Path(path).stat()
     key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _parsed:
-        _parsed[key] = check_program(parse_file(path))
+        _parsed[key] = _parsed_on_disk(Path(path), lambda: check_program(parse_file(path)))
     return _parsed[key]
+
+
+def _parsed_on_disk(path: Path, parse):
+    """`parse()`, kept on disk beside the differentiated stages (`compiled_stages.cache_dir`)
+    and keyed by the file's text and Evita's code: a command parses the stage files only
+    when one of them, or Evita, changed since the last command (the parse is a second of
+    every `evita compile` otherwise)."""
+    import hashlib
+    import os
+    import pickle
+    import tempfile
+
+    from .compiled_stages import _code_fingerprint, cache_dir
+
+    text = path.read_bytes()
+    key = hashlib.sha256(b"\0".join([_code_fingerprint().encode(), str(path.resolve()).encode(), text]))
+    target = cache_dir().parent / "parsed-stages" / f"{key.hexdigest()[:32]}.pickle"
+    try:
+        return pickle.loads(target.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    program = parse()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(program, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)  # atomic: a concurrent command never reads half a file
+    except OSError:
+        pass  # a read-only home: parse every time, still correct
+    return program
 
 
 def stage_file(path: Path, origin: str) -> "StageFile":

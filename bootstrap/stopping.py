@@ -49,11 +49,27 @@ def cancel_spark_jobs() -> bool:
 
     sc = SparkContext._active_spark_context
     if sc is None:
-        return False
+        return _interrupt_remote()
     try:
         sc.cancelAllJobs()
         return True
     except Exception:  # the JVM is gone already: nothing left to cancel
+        return False
+
+
+def _interrupt_remote() -> bool:
+    """Over Spark Connect the jobs run in the server: ask it to interrupt this session's."""
+    if "pyspark.sql.connect.session" not in sys.modules:
+        return False
+    from pyspark.sql.connect.session import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return False
+    try:
+        spark.interruptAll()
+        return True
+    except Exception:  # the server is gone: nothing left to cancel
         return False
 
 

@@ -268,7 +268,10 @@ def _refresh(spark) -> None:
         jss = spark._jsparkSession
         jss.sessionState().catalog().invalidateAllCachedTables()
         spark._jvm.org.apache.spark.sql.execution.datasources.FileStatusCache.getOrCreate(jss).invalidateAll()
-    except Exception:  # not a classic JVM session (Spark Connect): the public, slower way
+    except Exception:  # not a classic JVM session (Spark Connect): the public, slower way,
+        # unless the server keeps no resolved tables to go stale (`evita server` starts it so)
+        if spark.conf.get("spark.sql.filesourceTableRelationCacheSize", None) == "0":
+            return
         for t in schema.TABLES:
             spark.catalog.refreshTable(qualified(t.name))
 

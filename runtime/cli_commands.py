@@ -16,6 +16,7 @@ its `query` statements, else every derived relation. Small results print as tabl
 from __future__ import annotations
 
 import sys
+import time
 
 PREVIEW_ROWS = 50
 
@@ -77,11 +78,50 @@ def add_arguments(subparsers, common=None) -> None:
                         "(e.g. evita_main.py)")
     c.set_defaults(func=cmd_package)
 
+    c = subparsers.add_parser("server", help="a warm Spark (a Spark Connect server) that later commands on this "
+                              "warehouse use: start | stop | status")
+    c.add_argument("action", choices=("start", "stop", "status"))
+    c.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
+    c.add_argument("--port", type=int, default=15002, help="the server's port on 127.0.0.1 (default 15002)")
+    c.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
+    c.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
+    c.set_defaults(func=cmd_server)
+
     from .conformance import add_arguments as add_test_suite
     from .simulate_cli import add_arguments as add_simulate
 
     add_test_suite(subparsers, parents[:-1])
     add_simulate(subparsers, parents)
+
+
+def cmd_server(args) -> int:
+    """`evita server`: start, stop or show the warm server of this warehouse."""
+    from ..bootstrap.cli import UserError
+    from . import server
+    from .session import warehouse_dir
+
+    warehouse = warehouse_dir()
+    try:
+        if args.action == "start":
+            started = time.perf_counter()
+            state = server.start(warehouse, port=args.port, master=args.master)
+            print(f"server running at {state['url']} for {state['warehouse']} ({time.perf_counter() - started:.1f} s; "
+                  f"log {state['log']})")
+            print("commands on this warehouse now use it; `evita server stop` ends it")
+        elif args.action == "stop":
+            print("server stopped" if server.stop(warehouse) else f"no server running for {warehouse}")
+        else:
+            state = server.status(warehouse)
+            if state is None or not state["alive"]:
+                print(f"no server running for {warehouse}" + (" (a stale state file: evita server stop removes it)"
+                                                               if state else ""))
+                return 1
+            print(f"server at {state['url']} for {state['warehouse']}: "
+                  f"{'answering' if state['answers'] else 'NOT answering'}, master {state['master']}, "
+                  f"since {state['started']}, pid {state['jvm'] or state['pgid']}, log {state['log']}")
+    except server.ServerError as e:
+        raise UserError(str(e)) from None
+    return 0
 
 
 def cmd_package(args) -> int:
@@ -191,7 +231,7 @@ def cmd_run_steps(args, console) -> int:
         raise UserError(f"--steps {args.steps}: give at least 1 timestep")
     if args.input or args.facts_dir:
         raise UserError("with --steps, inputs arrive over time: give them with --inputs DIR (rows STEP,col1,...)")
-    spark = spark_session(master=getattr(args, "master", None))
+    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
     timed = compile_timed(args.program, spark, skip=args.skip, stage_paths=args.stage_path, only=args.only,
                           choose=args.choose)
     inputs = timed_inputs(args.inputs, timed) if args.inputs else None
@@ -249,7 +289,8 @@ def run_file(args, spark=None, previews: bool = False):
     for warning in not_given(program, files):
         report_warning(warning)
     with phases.phase("start Spark (JVM)"):
-        phases.spark = spark if spark is not None else spark_session(master=getattr(args, "master", None))
+        phases.spark = spark if spark is not None else spark_session(master=getattr(args, "master", None),
+                                                                     remote=getattr(args, "remote", None))
     spark = phases.spark
     # The inputs are read and measured before the stages run: the cost-based stages
     # order joins by their statistics. Their schemas are the program's declarations.
@@ -302,7 +343,7 @@ def cmd_analyze(args) -> int:
     if not files:
         print(f"{args.program}: no inputs to measure: give -F DIR or --input REL=PATH", file=sys.stderr)
         return 1
-    spark = spark_session(master=getattr(args, "master", None))
+    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
     with doing("the reading of the inputs"):
         inputs = gather_inputs(spark, plan(program), files=files)
     with doing("the measuring of the inputs"):

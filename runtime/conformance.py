@@ -263,7 +263,7 @@ def cmd_test_suite(args) -> int:
     if not find_cases(root, args.construct):
         raise UserError(f"{args.dir}: no cases" + (f" of construct {args.construct}" if args.construct else ""))
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    spark = spark_session(master=getattr(args, "master", None))
+    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
 
     def progress(o: Outcome) -> None:
         if args.each or o.status in (FAIL, XPASS):

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from . import columnar
 from .dataflow import Dataflow, IterationStats, Stratum
+from .session import parallelism
 
 
 def supports(st: Stratum, dataflow: Dataflow) -> bool:
@@ -56,7 +57,7 @@ def run_local_stratum(engine, st: Stratum) -> bool:
         else:
             engine._actions += 1
             tables[name] = engine.full[name].toPandas()
-    parts = engine.spark.sparkContext.defaultParallelism
+    parts = parallelism(engine.spark)
     partitioned = init.repartition(max(1, parts), F.col(f"c{st.local.partition[0]}"))
     task = _Task(st, s, tables, types, engine.max_iterations)
     out = engine.keep(partitioned.mapInArrow(task, init.schema))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
+from .session import spark_context
+
 # what SparkContext.setJobGroup sets
 JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
@@ -28,7 +30,7 @@ class Phases:
     def phase(self, name: str):
         started = time.perf_counter()
         group = f"evita-phase-{len(self.seconds)}"
-        sc = self.spark.sparkContext if self.spark is not None else None
+        sc = spark_context(self.spark)  # None over Spark Connect: no job counts there
         # The job group is a property of the caller's thread: an API user may have set
         # one of their own, which is theirs again after the phase.
         saved = {k: sc.getLocalProperty(k) for k in JOB_GROUP} if sc is not None else {}

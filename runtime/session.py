@@ -25,13 +25,23 @@ def warehouse_dir(path: str | os.PathLike | None = None):
     return Loc.of(path or os.environ.get("EVITA_WAREHOUSE") or "evita-warehouse")
 
 
-def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None):
+def spark_session(master: str | None = None, warehouse: str | os.PathLike | None = None,
+                  remote: str | None = None):
     """Get or create the session. Settings only apply when the JVM starts here.
+
+    A Spark Connect server is used when one is named (`remote`, `--remote`,
+    `$EVITA_REMOTE`) or, with no master asked for, when `evita server start` left one
+    running for this warehouse (`runtime/server.py`): no JVM starts in this process.
 
     Under `spark-submit` (docs/deploy.md) its `--master` and `--conf` settings hold: Evita
     asks for no master unless told one, sets its tuning defaults only where spark-submit
     gave none, and leaves the executors' Python to `spark.pyspark.python`/`PYSPARK_PYTHON`.
     The warehouse is always Evita's (`--warehouse`, `$EVITA_WAREHOUSE`)."""
+    from .connect import connect_session, remote_to_use
+
+    url, where = remote_to_use(remote, master, warehouse_dir(warehouse))
+    if url is not None:
+        return connect_session(url, where)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
     if not submitted:
         os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -71,6 +81,26 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     spark.sparkContext.setLogLevel("ERROR")
     ship_package(spark)
     return spark
+
+
+def is_remote(spark) -> bool:
+    """Is `spark` a Spark Connect session (no SparkContext, no JVM in this process)?"""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def spark_context(spark):
+    """The session's SparkContext, or None over Spark Connect, which has none: job
+    counts, job groups and log levels are then the server's business."""
+    return None if spark is None or is_remote(spark) else spark.sparkContext
+
+
+def parallelism(spark) -> int:
+    """How many tasks a stage of this session runs at once by default."""
+    sc = spark_context(spark)
+    if sc is not None:
+        return sc.defaultParallelism
+    value = spark.conf.get("spark.default.parallelism", None) or spark.conf.get("spark.sql.shuffle.partitions", "4")
+    return int(value) if str(value).isdigit() else 4
 
 
 def _submitted_settings() -> dict:
@@ -393,6 +423,11 @@ def ship_package(spark) -> None:
     import it from there and workers need no `pip install evita`. A driver that imports
     Evita from a zip got it from `spark-submit --py-files`, which ships it to the executors
     as well: nothing more is added."""
+    if is_remote(spark):
+        from .connect import ship_package_remote
+
+        ship_package_remote(spark)
+        return
     sc = spark.sparkContext
     if is_local(sc.master) or imported_from_zip() is not None:
         return  # in the driver's JVM, or Evita came as a zip (`--py-files`): the executors have it too

@@ -125,7 +125,8 @@ def cmd_simulate(args) -> int:
         from .session import spark_session
         from .simulate_spark import fan_out
 
-        run = fan_out(sim, args.steps, args.fanout, spark_session(master=getattr(args, "master", None)))
+        run = fan_out(sim, args.steps, args.fanout, spark_session(master=getattr(args, "master", None),
+                                                                       remote=getattr(args, "remote", None)))
     else:
         run = sim.run(args.steps)
     report(console, run, seeds)

@@ -121,3 +121,72 @@ def test_a_warehouse_uri_is_kept_as_given(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert main(["check", str(EXAMPLES / "tc.dl"), "--warehouse", "wh"]) == 0
     assert os.environ["EVITA_WAREHOUSE"] == str(tmp_path.resolve() / "wh")
+
+
+# ---------------------------------------------------------------- Spark Connect, without a server
+
+def test_unreachable_connect_server_in_process(tmp_path, monkeypatch, capsys):
+    """`--remote` to a port where nothing listens: a positioned error before any session
+    is asked for (the run's own local session is untouched)."""
+    from pyspark import SparkContext
+
+    before = SparkContext._active_spark_context
+    url = f"sc://127.0.0.1:{closed_port()}"
+    monkeypatch.chdir(tmp_path)
+    assert main(["sql", "SELECT 1", "--remote", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"<command line>:0:0: error[remote-unreachable]: cannot reach the Spark Connect server {url}")
+    assert "evita server status" in err and "Traceback" not in err
+    assert SparkContext._active_spark_context is before
+
+
+def test_a_port_that_is_not_a_connect_server(tmp_path, monkeypatch, capsys):
+    """A listener that never speaks gRPC (here: accepts and says nothing) is named as such
+    within the timeout, instead of the Connect client's minutes of retries."""
+    from evita.runtime import connect
+
+    monkeypatch.setattr(connect, "TIMEOUT", 1.0)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        monkeypatch.setenv("EVITA_REMOTE", f"127.0.0.1:{port}")
+        started = time.monotonic()
+        assert main(["sql", "SELECT 1"]) == 1
+    assert time.monotonic() - started < 10
+    err = capsys.readouterr().err
+    assert err.startswith(f"$EVITA_REMOTE:0:0: error[remote-unreachable]: 127.0.0.1:{port} accepts connections but "
+                          "does not answer as a Spark Connect server")
+
+
+def test_which_spark_a_command_uses(tmp_path, monkeypatch):
+    """--remote, then --master, then $EVITA_REMOTE, then $EVITA_MASTER, then the
+    warehouse's server (none runs here: Spark starts in the process)."""
+    from evita.runtime.connect import remote_to_use
+
+    for var in ("EVITA_REMOTE", "EVITA_MASTER", "PYSPARK_GATEWAY_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    wh = tmp_path / "wh"
+    assert remote_to_use("h:1", "local[2]", wh)[0] == "sc://h:1"
+    assert remote_to_use(None, "local[2]", wh) == (None, None)
+    monkeypatch.setenv("EVITA_REMOTE", "sc://r:2")
+    assert str(remote_to_use(None, None, wh)[1].file) == "$EVITA_REMOTE"
+    assert remote_to_use(None, "local[2]", wh) == (None, None)
+    monkeypatch.delenv("EVITA_REMOTE")
+    monkeypatch.setenv("EVITA_MASTER", "local[1]")
+    assert remote_to_use(None, None, wh) == (None, None)
+    monkeypatch.delenv("EVITA_MASTER")
+    assert remote_to_use(None, None, wh) == (None, None)  # no server for this warehouse
+    (wh).mkdir()
+    (wh / "evita-server.json").write_text('{"url": "sc://127.0.0.1:1", "port": 1, "pgid": 999999999}')
+    assert remote_to_use(None, None, wh) == (None, None)  # a stale state file is ignored
+
+
+def test_server_status_and_stop_without_a_server(tmp_path):
+    env = _env(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "server", "status"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stdout.startswith("no server running for ")
+    p = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "server", "stop"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("no server running for ")

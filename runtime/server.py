@@ -1,0 +1,229 @@
+"""A warm Spark for the command line: `evita server start|stop|status`.
+
+Every command otherwise starts a JVM of its own, and the start-up is most of the time
+of `evita catalog` or `evita sql`. The server is a Spark Connect server (the pyspark
+package's `sbin/start-connect-server.sh`, `SPARK_HOME` pointed at the package) with the
+catalog warehouse attached; while it runs, commands on the same warehouse find it
+through `WAREHOUSE/evita-server.json` and connect to it instead of starting Spark
+(`connect.remote_to_use`). `--master` or `$EVITA_MASTER` on a command bypasses it.
+
+The server runs in a process group of its own (the launcher scripts, the JVM and the
+Python workers it starts); `stop` ends that group. Its log is `WAREHOUSE/evita-server/
+server.log`. `start` returns once the server has answered a first query and attached
+the catalog, so the first command is as quick as the later ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+HOST = "127.0.0.1"
+STATE_FILE = "evita-server.json"
+
+
+class ServerError(Exception):
+    """The server did not start or stop as asked; the message says why."""
+
+
+def _files(warehouse) -> tuple:
+    from ..catalog.fs import Loc
+
+    loc = Loc.of(warehouse)
+    if not loc.local:
+        raise ServerError(f"the warehouse {loc} is not a local folder: a server for a shared warehouse is "
+                          f"started with Spark's own sbin/start-connect-server.sh, and commands use it with "
+                          f"--remote sc://HOST:15002 (docs/deploy.md)")
+    root = Path(str(loc))
+    return root / STATE_FILE, root / "evita-server"
+
+
+def _read(state: Path) -> dict | None:
+    try:
+        return json.loads(state.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return _server_jvm(pgid) is not None or _leader_alive(pgid)
+
+
+def _leader_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _server_jvm(pgid: int) -> int | None:
+    """The pid of the Connect server's JVM in process group `pgid`, if it runs."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] == "Z" or int(fields[2]) != pgid:
+                continue
+            if SERVER_CLASS.encode() in (entry / "cmdline").read_bytes() and b"java" in \
+                    (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                return int(entry.name)
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def _answers(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def running(warehouse) -> dict | None:
+    """The server started for this warehouse, if it runs and answers: its state (url,
+    pid, port, log) plus `file`, the state file. A stale state file is ignored."""
+    try:
+        state_file, _ = _files(warehouse)
+    except ServerError:
+        return None
+    state = _read(state_file)
+    if not state or not _group_alive(state["pgid"]) or not _answers(state["port"]):
+        return None
+    return dict(state, file=str(state_file))
+
+
+def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory: str | None = None,
+          timeout: float = 120.0) -> dict:
+    """Start the server for `warehouse`; return its state once it took a first query."""
+    from ..catalog.fs import Loc
+    from .cluster import spark_home
+
+    state_file, folder = _files(warehouse)
+    current = running(warehouse)
+    if current is not None:
+        raise ServerError(f"a server for {Loc.of(warehouse)} runs already at {current['url']} "
+                          f"(pid {current['pgid']}); stop it first: evita server stop")
+    if _answers(port):
+        raise ServerError(f"port {port} on {HOST} is in use (another server?): choose another with --port")
+    home = spark_home()
+    script = home / "sbin" / "start-connect-server.sh"
+    if not script.exists():
+        raise ServerError(f"{script} not found: this pyspark ({home}) has no Spark Connect server; "
+                          f"it needs pyspark 3.5 or later, installed from PyPI")
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "server.log"
+    env = dict(os.environ)
+    env.pop("EVITA_REMOTE", None)
+    env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP=HOST, SPARK_LOG_DIR=str(folder), SPARK_PID_DIR=str(folder),
+               PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON") or sys.executable,
+               SPARK_CONF_DIR=str(Path(__file__).with_name("log4j2.properties").parent))
+    settings = {
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.binding.address": HOST,
+        "spark.driver.host": HOST,
+        "spark.ui.enabled": "false",
+        # no cache of resolved catalog tables: other processes write the warehouse, and a
+        # client would otherwise refresh each table on every attach and save
+        "spark.sql.filesourceTableRelationCacheSize": "0",
+        "spark.sql.warehouse.dir": str(Loc.of(warehouse)),
+        "spark.sql.shuffle.partitions": os.environ.get("EVITA_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": os.environ.get("EVITA_DEFAULT_PARALLELISM", "4"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    args = ["bash", str(script), "--wait", "--master", master,
+            "--driver-memory", driver_memory or os.environ.get("EVITA_DRIVER_MEMORY", "4g")]
+    for key, value in settings.items():
+        args += ["--conf", f"{key}={value}"]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                cwd=folder, start_new_session=True)
+    state = dict(url=f"sc://{HOST}:{port}", port=port, pgid=proc.pid, master=master, log=str(log),
+                 warehouse=str(Loc.of(warehouse)), started=time.strftime("%Y-%m-%d %H:%M:%S"))
+    state_file.write_text(json.dumps(state, indent=2))
+    try:
+        _wait_answering(proc, port, log, timeout)
+        _warm_up(state["url"], warehouse)
+    except BaseException:
+        stop(warehouse)
+        raise
+    return dict(state, file=str(state_file))
+
+
+def _wait_answering(proc, port: int, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not _answers(port):
+        if proc.poll() is not None:
+            raise ServerError(f"the server exited during start-up (code {proc.returncode}); its log, {log}, "
+                              f"ends:\n{_tail(log)}")
+        if time.monotonic() > deadline:
+            raise ServerError(f"the server did not open port {port} within {timeout:.0f} s; its log, {log}, "
+                              f"ends:\n{_tail(log)}")
+        time.sleep(0.25)
+
+
+def _warm_up(url: str, warehouse) -> None:
+    """Attach the catalog and run a first query through a client, as a command would:
+    the server's first query pays for class loading and code generation, not the user's."""
+    from ..catalog import store
+    from .connect import connect_session
+    from .inputs import COMMAND_LINE
+
+    spark = connect_session(url, COMMAND_LINE)
+    try:
+        store.attach(spark, warehouse)
+        spark.sql(f"SELECT count(*) FROM {store.qualified('program')}").collect()
+    finally:
+        spark.stop()  # this client's session only: the server goes on
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def stop(warehouse, timeout: float = 20.0) -> bool:
+    """End the server's process group; True if something ran."""
+    state_file, _ = _files(warehouse)
+    state = _read(state_file)
+    if state is None:
+        return False
+    pgid = state["pgid"]
+    was = _group_alive(pgid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        deadline = time.monotonic() + timeout
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not _group_alive(pgid):
+            break
+    state_file.unlink(missing_ok=True)
+    return was
+
+
+def status(warehouse) -> dict | None:
+    """The state file's contents with `alive` and `answers`, or None if none was left."""
+    state_file, _ = _files(warehouse)
+    state = _read(state_file)
+    if state is None:
+        return None
+    return dict(state, file=str(state_file), alive=_group_alive(state["pgid"]), answers=_answers(state["port"]),
+                jvm=_server_jvm(state["pgid"]))

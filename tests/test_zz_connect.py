@@ -1,0 +1,138 @@
+"""Evita over Spark Connect: `evita server start`, then commands that use it.
+
+The real CLI starts a Spark Connect server from the pyspark package for a warehouse of
+its own (`runtime/server.py`). A separate driver process (this run has its own local
+SparkSession, one per run) then runs, with no JVM of its own:
+
+- transitive closure (the fixpoint inside tasks: `mapInArrow` on the server), finding
+  the server through the warehouse's state file, as a user's command would;
+- same generation with `--no-local` (the distributed loop), with `--remote sc://...`;
+- the shortest-path example (Overlog: keys, aggregates, lists);
+- the Python API on a Connect session the caller made, with a DataFrame as input,
+  and `evita simulate --fanout 2` (`mapInPandas` on the server);
+
+and the answers must be the ones local mode gives. The server is stopped even when the
+test fails, and nothing of it may be left running.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evita.bootstrap.cli import main
+from evita.runtime import server
+from evita.runtime.cluster import free_port
+
+from conftest import EXAMPLES
+
+pytestmark = pytest.mark.cluster  # run apart, after the suite (pyproject.toml, .ci/run)
+
+PROGRAMS = {
+    "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],
+    "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local", "--stats"],
+    "sp": [str(EXAMPLES / "shortest_path.olg")],
+}
+
+DRIVER = r"""
+import json, sys
+from evita.bootstrap.cli import main
+
+runs, url, report = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+codes = {}
+for name, argv in runs.items():
+    print(f"=== {name}", flush=True)
+    codes[name] = main(argv)
+    print(flush=True)
+
+import evita
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.remote(url).getOrCreate()
+edges = spark.createDataFrame([(1, 2), (2, 3), (3, 4)], "a long, b long")
+result = evita.compile(sys.argv[4], spark=spark).run(inputs={"edge": edges})
+api = sorted(tuple(r) for r in result["path"].collect())
+with open(report, "w") as f:
+    json.dump({"codes": codes, "api": api, "jvm": SparkContext._active_spark_context is not None,
+               "remote": type(spark).__module__}, f)
+"""
+
+
+def _evita(*args, env):
+    return subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def answers(directory: Path, printed: str) -> dict:
+    files = {f.name: sorted(f.read_text().splitlines()) for f in sorted(directory.glob("*.csv"))}
+    return {**files, "printed": sorted(line for line in printed.splitlines() if line.startswith("│"))}
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    warehouse = tmp_path_factory.mktemp("connect") / "warehouse"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("EVITA_MASTER", "EVITA_REMOTE")}
+    env["EVITA_WAREHOUSE"] = str(warehouse)
+    try:
+        started = _evita("server", "start", "--port", str(port), "--master", "local[2]", env=env)
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield warehouse, port, env
+    finally:
+        state = server.status(warehouse)
+        stopped = _evita("server", "stop", env=env)
+        if state is not None:  # nothing of it is left: launcher, JVM, Python workers
+            assert not server._group_alive(state["pgid"]), stopped.stdout + stopped.stderr
+
+
+def test_programs_over_spark_connect(connect_server, spark, tmp_path, capsys):
+    warehouse, port, env = connect_server
+    status = _evita("server", "status", env=env)
+    assert status.returncode == 0 and "answering" in status.stdout, status.stdout + status.stderr
+
+    url = f"sc://127.0.0.1:{port}"
+    out = {name: tmp_path / "connect" / name for name in PROGRAMS}
+    # tc finds the server in the warehouse; sg and sp are told it
+    runs = {name: ["run", *args, "--output", str(out[name])] + (["--remote", url] if name != "tc" else [])
+            for name, args in PROGRAMS.items()}
+    runs["sim"] = ["simulate", str(EXAMPLES / "protocols" / "voting.olg"), "--seeds", "1-4", "--fanout", "2"]
+    report = tmp_path / "report.json"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(runs), url, str(report),
+                               str(EXAMPLES / "tc.dl")], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        local = {}
+        for name, args in PROGRAMS.items():
+            target = tmp_path / "local" / name
+            capsys.readouterr()
+            assert main(["run", *args, "--output", str(target), "--master", "local[2]"]) == 0
+            local[name] = answers(target, capsys.readouterr().out)
+        capsys.readouterr()
+        assert main(runs["sim"][:-2] + ["--master", "local[2]"]) == 0
+        local_sim = capsys.readouterr().out
+        output, _ = driver.communicate(timeout=420)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 0 and report.exists(), output[-4000:]
+    result = json.loads(report.read_text())
+    assert result["codes"] == {name: 0 for name in runs}, output[-4000:]
+    assert not result["jvm"] and result["remote"].startswith("pyspark.sql.connect"), result
+
+    sections = {part.split("\n", 1)[0].strip(): part for part in output.split("=== ")[1:]}
+    for name in PROGRAMS:
+        assert answers(out[name], sections[name]) == local[name], name
+    assert len(local["tc"]["path.csv"]) == 48 and len(local["sg"]["sg.csv"]) == 10
+    assert " local " in sections["tc"] and " sql " in sections["sg"], output[-4000:]
+    finals = [line for line in local_sim.splitlines() if "distinct final answer" in line]
+    assert finals and all(line in sections["sim"] for line in finals), sections["sim"]
+    assert result["api"] == [[1, 2], [1, 3], [1, 4], [2, 3], [2, 4], [3, 4]]
+    # the catalog the server wrote is the warehouse's, readable by a local session too
+    assert (warehouse / "evita-catalog").is_dir()
+    print(output)
