@@ -249,26 +249,23 @@ def cmd_load(args) -> int:
 
 
 def cmd_catalog(args) -> int:
-    from evita.catalog import schema
+    from evita.catalog import schema, store
 
-    spark = session(args)
-    where = f" WHERE program = '{_sql_str(args.program)}'" if args.program else ""
-    if args.table is None:
-        if args.program and args.program not in _programs(spark):
-            raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(spark)) or 'none'}")
-        selects = [
-            f"SELECT '{t.name}' AS t, count(*) AS n FROM {schema.DATABASE}.`{t.name}`"
-            + (where if "program" in t.column_names else ("" if not args.program else " WHERE false"))
-            for t in schema.TABLES
-        ]
-        counts = {r["t"]: r["n"] for r in spark.sql(" UNION ALL ".join(selects)).collect()}
+    if args.table is None:  # counts come from the store's files: no Spark to start or ask
+        if args.program and args.program not in _programs(None):
+            raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}")
+        counts = store.row_counts(store.opened(), args.program)
         t = RichTable(title="catalog tables" + (f" of program {args.program}" if args.program else ""))
         for col in ("table", "rows", "holds"):
             t.add_column(col, justify="right" if col == "rows" else "left")
         for tab in schema.TABLES:
             t.add_row(f"{schema.DATABASE}.{tab.name}", str(counts.get(tab.name, 0)), tab.doc)
         out.print(t)
+        out.print(f"Query them in Spark SQL: evita sql \"SELECT * FROM {schema.DATABASE}.rule\"   |   "
+                  f"evita catalog TABLE [--program P]")
         return 0
+    spark = session(args)
+    where = f" WHERE program = '{_sql_str(args.program)}'" if args.program else ""
     try:
         decl = schema.table(args.table)
     except KeyError as e:
@@ -296,11 +293,10 @@ def cmd_print(args) -> int:
     from evita.catalog import store
     from evita.catalog.printer import print_catalog
 
-    spark = session(args)
-    if args.name not in _programs(spark):
-        raise UserError(f"no program {args.name!r} in the catalog; loaded: {', '.join(_programs(spark)) or 'none'}"
+    if args.name not in _programs(None):  # read from the store's files: no Spark
+        raise UserError(f"no program {args.name!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}"
                         f"\nhint: evita load FILE first")
-    rows = store.load_rows(spark, args.name)
+    rows = store.load_rows(None, args.name)
     sys.stdout.write(print_catalog(rows, args.name))
     return 0
 

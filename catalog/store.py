@@ -449,7 +449,7 @@ def load_rows(spark, program_id: str, engine: str = "arrow") -> CatalogRows:
     planning and compiling 18 scans); both see every file of a table, whoever wrote it."""
     if engine == "spark":
         return load_all(spark, [program_id], PER_PROGRAM)
-    root = _root_of(spark)
+    root = _root_of(spark) if spark is not None else opened()
     rows = CatalogRows()
     for name in PER_PROGRAM:
         rows[name] = _read_files(root / name, name, program_id)
@@ -460,7 +460,35 @@ def list_programs(spark, engine: str = "arrow") -> list:
     """Ids of the stored programs, sorted (engine as in `load_rows`)."""
     if engine == "spark":
         return sorted(r[0] for r in spark.table(qualified("program")).select("id").collect())
-    return sorted(r[0] for r in _read_files(_root_of(spark) / "program", "program"))
+    return sorted(r[0] for r in _read_files((_root_of(spark) if spark is not None else opened()) / "program",
+                                            "program"))
+
+
+def opened(warehouse=None) -> Loc:
+    """The data folder of the warehouse, for reading it without Spark (`spark=None` in
+    `load_rows`, `list_programs`, `row_counts`): a half-done save is finished or dropped
+    first, as `attach` does."""
+    root = catalog_root(warehouse)
+    for t in schema.TABLES:
+        (root / t.name).mkdir()
+    recover(root)
+    return root
+
+
+def row_counts(root: Loc, program_id: str | None = None) -> dict:
+    """table -> rows (of one program: tables without a program column count 0), from
+    the Parquet files' footers: what `SELECT count(*)` over each table says, no Spark."""
+    import pyarrow.dataset as ds
+
+    counts = {}
+    for t in schema.TABLES:
+        col = program_column(t.name)
+        if program_id is not None and col is None:
+            counts[t.name] = 0
+            continue
+        where = ds.field(col) == program_id if program_id is not None else None
+        counts[t.name] = (root / t.name).dataset(_arrow_schema(t.name)).count_rows(filter=where)
+    return counts
 
 
 def _read_files(folder, name: str, program_id=None) -> list:
