@@ -23,6 +23,8 @@ from evita.catalog import schema
 from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
+from evita.runtime import progress
+
 from .activity import doing
 from .diagnostics import Diagnostic, EvitaError
 from .stage import (
@@ -169,7 +171,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
             continue
         question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
-            with doing(f"stage {name}"):
+            with progress.stage(name):
                 comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations,
                                              question, evaluator))
         except StageFailure as e:
