@@ -122,3 +122,25 @@ def test_no_line_when_piped_or_quiet(case):
 
 def test_spark_jobs_say_nothing_when_no_job_runs(spark):
     assert progress.SparkJobs().text() == ""
+
+
+def test_an_interrupt_erases_the_line_and_shows_the_cursor():
+    console, buf = terminal()
+    with pytest.raises(KeyboardInterrupt):
+        with progress.shown(console=console, delay=0) as display:
+            display.done.set()
+            with progress.stage("magic_sets"):
+                display.draw()
+                raise KeyboardInterrupt
+    out = buf.getvalue()
+    assert "stage magic_sets" in out and "\x1b[?25l" in out  # drawn, cursor hidden while it showed
+    assert out.endswith("\x1b[2K") and "\x1b[?25h" in out  # then erased, cursor back
+    assert activity.current() == []
+
+
+@pytest.mark.parametrize("command", ["compile", "explain", "plan", "run", "simulate", "load", "sql"])
+def test_quiet_is_on_every_command_that_starts_spark(command):
+    from evita.bootstrap.cli import build_parser
+
+    assert build_parser().parse_args([command, "x", "--quiet"]).quiet
+    assert not build_parser().parse_args([command, "x"]).quiet
