@@ -356,7 +356,7 @@ class _Engine:
         Iterations then cost milliseconds instead of a Spark job each. A stratum run
         once goes there only when its inputs are on the driver already: collecting them
         would cost a job, and on Spark it costs none (it is built lazily)."""
-        from . import columnar, progress
+        from . import columnar
 
         rules = st.init_rules + st.delta_rules
         why = columnar.unsupported(rules, [self.df.relations[n] for n in st.relations])
@@ -404,7 +404,7 @@ class _Engine:
     def driver_table(self, name: str, df, collect: bool, keep: bool = True):
         """The relation as a pandas table on the driver: held already, or collected
         (one action) when `collect` and Spark estimates it small. Raises Unsupported."""
-        from . import columnar, progress
+        from . import columnar
 
         if name in self.tables and keep:
             return self.tables[name]
@@ -426,7 +426,7 @@ class _Engine:
         """A pandas result as a Spark DataFrame (a local relation: no job)."""
         from pyspark.sql import types as T
 
-        from . import columnar, progress
+        from . import columnar
         from .io import empty_frame
 
         if not len(table):

@@ -112,6 +112,8 @@ def shown(quiet: bool = False, console=None, delay: float = DELAY):
     """Show the progress line while the block runs, if `console` (default: this
     process's stderr) is a terminal and not `quiet`. Yields the Display, or None."""
     own = None
+    if isinstance(sys.stderr, _Guarded):  # a line shows already (main() called inside a command)
+        quiet = True
     if not quiet and console is None:
         console, own = _terminal()
     if quiet or console is None or not console.is_terminal or console.is_dumb_terminal:
