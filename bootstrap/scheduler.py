@@ -162,6 +162,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         asked = time.perf_counter()
         if triggers and not applies(stage, comp.versions[-1], program_id, evaluator):
             comp.versions.append(skipped_version(comp.versions[-1], program_id, name, time.perf_counter() - asked))
+            progress.skipped(name)
             completed.append(name)
             t = time.perf_counter()
             with doing("the stage lattice"):

@@ -4,6 +4,7 @@ Python logging.
 The compile scheduler, the engine and the Dedalus superstep runner report here:
 
     with progress.stage("magic_sets"): ...            # activities (bootstrap/activity.py):
+    progress.skipped("const_prop")                    #   (a stage with nothing to do)
     with progress.stratum(1, ["path"]): ...           #   named in errors, shown while they run
     with progress.superstep(3, of=30): ...
     progress.iteration(4, {"path": 120}, mode="sql")  # a round of the innermost loop ended
@@ -71,6 +72,12 @@ def _activity(what: str, kind: str, **fields):
 def stage(name: str):
     """A compile stage runs (bootstrap/scheduler.py)."""
     return _activity(f"stage {name}", "stage", stage=name)
+
+
+def skipped(name: str) -> None:
+    """A compile stage did not run: its trigger found nothing to do (no Spark job)."""
+    log.info("stage %s skipped: nothing to do", name, extra=dict(event="stage skipped", activity=f"stage {name}",
+                                                                  stage=name))
 
 
 def stratum(index: int, relations) -> object:
