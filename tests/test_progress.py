@@ -5,6 +5,7 @@ engine run on Spark (no compile), a scheduler whose stage does no Spark work."""
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import replace
 from io import StringIO
@@ -122,8 +123,24 @@ def test_no_line_when_piped_or_quiet(case):
     assert display is None and buf.getvalue() == ""
 
 
-def test_spark_jobs_say_nothing_when_no_job_runs(spark):
-    assert progress.SparkJobs().text() == ""
+def test_the_spark_job_in_flight_and_none_on_connect(spark, monkeypatch):
+    import threading
+    import time
+
+    jobs = progress.SparkJobs()
+    assert jobs.text() == ""  # none in flight
+    # a job that sleeps in the JVM for a moment (no Python worker to start)
+    slow = spark.range(1).selectExpr("reflect('java.lang.Thread', 'sleep', cast(2000 as bigint))")
+    running = threading.Thread(target=slow.collect)
+    running.start()
+    seen, deadline = "", time.monotonic() + 10
+    while running.is_alive() and time.monotonic() < deadline and "tasks" not in seen:
+        seen = jobs.text()
+        time.sleep(0.1)
+    running.join()
+    assert re.fullmatch(r"Spark job \d+: \d+/\d+ tasks", seen), seen
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # what a Spark Connect client sets
+    assert progress.SparkJobs().text() == "" and progress.SparkJobs()._tracker() is None
 
 
 def test_an_interrupt_erases_the_line_and_shows_the_cursor():
