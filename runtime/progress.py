@@ -80,7 +80,7 @@ def skipped(name: str) -> None:
                                                                   stage=name))
 
 
-def stratum(index: int, relations) -> object:
+def stratum(index: int, relations):
     """A stratum of a user program runs (runtime/engine.py), whatever its strategy."""
     relations = list(relations)
     return _activity(f"stratum {index} ({', '.join(relations)})", "stratum", stratum=index, relations=relations)
