@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from .activity import doing
 from .diagnostics import EvitaError
 
 # Piped output gets a wide page instead of rich's 80 columns, so tables stay one row per row.
@@ -39,10 +40,13 @@ def main(argv: list | None = None) -> int:
                                          else str(Path(args.warehouse).resolve()))
     from evita.catalog.store import WarehouseBusy
 
+    from evita.runtime.progress import shown
+
     from .stopping import Stopped, stopped_by_signals
 
     try:
-        with stopped_by_signals():
+        # the progress line is erased when the command ends, before any error is reported
+        with stopped_by_signals(), shown(quiet=getattr(args, "quiet", False)):
             return args.func(args) or 0
     except EvitaError as e:
         report(e)
@@ -108,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a Spark Connect server (default $EVITA_REMOTE, or the one `evita server start` runs "
                              "for this warehouse)")
     common.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on the terminal (it shows only when stderr is a terminal)")
     sub = p.add_subparsers(metavar="COMMAND")
 
     c = sub.add_parser("load", parents=[common], help="parse a program into the catalog and summarize it")
@@ -210,7 +216,8 @@ def session(args):
     from evita.runtime.session import spark_session
 
     spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
-    store.attach(spark)
+    with doing("the attaching of the catalog"):
+        store.attach(spark)
     for what in store.RECOVERED:  # a save a killed process left half done
         err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)
     store.RECOVERED.clear()
@@ -340,7 +347,7 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
         _store_compilation(spark, program.name, versions, diffs, failure=e)
         raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
-    with phase("compile: save the catalog"):
+    with phase("compile: save the catalog"), doing("the saving of the compile in the catalog"):
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
         if getattr(args, "store", True):  # the conformance runner's cases are not kept
             _store_compilation(spark, program.name, comp.versions, diffs)
@@ -409,7 +416,8 @@ def _store_compilation(spark, program_id: str, versions: list, diffs: list, fail
 def _attached(spark):
     from evita.catalog import store
 
-    store.attach(spark)
+    with doing("the attaching of the catalog"):
+        store.attach(spark)
     return spark
 
 

@@ -23,6 +23,8 @@ from evita.catalog import schema
 from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
+from evita.runtime import progress
+
 from .activity import doing
 from .diagnostics import Diagnostic, EvitaError
 from .stage import (
@@ -160,6 +162,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         asked = time.perf_counter()
         if triggers and not applies(stage, comp.versions[-1], program_id, evaluator):
             comp.versions.append(skipped_version(comp.versions[-1], program_id, name, time.perf_counter() - asked))
+            progress.skipped(name)
             completed.append(name)
             t = time.perf_counter()
             with doing("the stage lattice"):
@@ -169,7 +172,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
             continue
         question = lattice.question(completed + [name], sorted(disabled), choose or {})
         try:
-            with doing(f"stage {name}"):
+            with progress.stage(name):
                 comp.versions.append(run_one(spark, stage, comp.versions[-1], program_id, max_iterations,
                                              question, evaluator))
         except StageFailure as e:

@@ -742,11 +742,13 @@ class Outcome:
 
 
 def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: int = 1000,
-                start: Optional[dict] = None) -> Outcome:
+                start: Optional[dict] = None, on_iteration=None) -> Outcome:
     """Evaluate one stratum. `tables`: every relation it reads from lower strata (and
     its seeds: facts and inputs of its own relations, by name). `start`: the starting
     tuples of its recursive relations when the caller computed them (a partition of a
-    decomposable stratum); otherwise its init rules give them."""
+    decomposable stratum); otherwise its init rules give them. `on_iteration(i, sizes)`:
+    called as each round of a recursive stratum ends (0: the start), for the progress
+    line of a long run on the driver."""
     import time
 
     t0 = time.perf_counter()
@@ -763,6 +765,8 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
     looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
     sizes = {n: len(d) for n, d in deltas.items()}
     out = Outcome({}, [(time.perf_counter() - t0, sizes)])
+    if on_iteration is not None:
+        on_iteration(0, sizes)
 
     def read(step):
         rel = relations.get(step.relation)
@@ -786,6 +790,8 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
                 deltas[n] = relations[n].advance(pd.concat(outputs, ignore_index=True))
         sizes = {n: len(deltas[n]) for n in looping}
         out.iterations.append((time.perf_counter() - t0, sizes))
+        if on_iteration is not None:
+            on_iteration(iteration, sizes)
     out.tables = {n: r.full for n, r in relations.items()}
     return out
 

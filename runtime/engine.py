@@ -42,7 +42,7 @@ from typing import Optional
 from ..bootstrap import syntax as S
 from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from . import columnar
+from . import columnar, progress
 from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
 from .sql import DIALECT, coalesced, rule_select, select_all, subquery, table, union_all
 
@@ -311,13 +311,32 @@ class _Engine:
         try:
             self.load_base()
             for st in self.df.strata:
-                with doing(f"stratum {st.index} ({', '.join(st.relations)})"):  # named if it fails
+                with self.activity(st):
                     self.run_stratum(st)
             self.apply_deletions()
         finally:
             self.views.clear()
         out = _Named(self, {name: s.columns for name, s in self.df.relations.items() if s.kind != "deletion"})
         return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self, self.notes)
+
+    def reports(self, st: Stratum) -> bool:
+        """Whether the stratum's iterations are progress to report: a loop over a user
+        program's data (a catalog program is a detail of its stage)."""
+        return st.recursive and not self.one_partition
+
+    def activity(self, st: Stratum):
+        """The stratum as an activity: named if it fails; logged with its iterations
+        when it reports (a stratum run once is built lazily: its work is done by the
+        job that reads it, which the progress line shows)."""
+        if self.reports(st):
+            return progress.stratum(st.index, st.relations)
+        return doing(f"stratum {st.index} ({', '.join(st.relations)})")
+
+    def record(self, stat: IterationStats) -> None:
+        """Keep an iteration's stats and report it (its delta sizes are counted already)."""
+        self.stats.append(stat)
+        if self._stratum is not None and self.reports(self._stratum):
+            progress.iteration(stat.iteration, stat.deltas, stat.mode)
 
     def run_stratum(self, st) -> None:
         if st.local is not None and self.use_local:
@@ -360,7 +379,9 @@ class _Engine:
             rows = sum(len(t) for t in tables.values())
             if rows > self.small_rows:
                 return self.not_small(st, f"its inputs hold {rows} rows (more than {self.small_rows})")
-            out = columnar.run_stratum(st, self.df.relations, tables, max_iterations=self.max_iterations)
+            report = (lambda i, sizes: progress.iteration(i, sizes, "small")) if self.reports(st) else None
+            out = columnar.run_stratum(st, self.df.relations, tables, max_iterations=self.max_iterations,
+                                       on_iteration=report)
             frames = {n: self.spark_frame(out.tables[n], self.df.relations[n]) for n in st.relations}
         except columnar.NoFixpoint as e:
             self.no_fixpoint(st, e.sizes)
@@ -707,7 +728,7 @@ class _Engine:
             self.retype_empty_starts(st, sizes)
         for name in looping:
             self.full[name] = self.delta[name] = self.rebase(self.full[name])
-        self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
+        self.record(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
         pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
 
         def iterate() -> dict:
@@ -743,8 +764,8 @@ class _Engine:
             t0 = time.perf_counter()
             before = self._actions
             sizes = iterate()
-            self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
-                                             time.perf_counter() - t0))
+            self.record(IterationStats(st.index, iteration, self._actions - before, sizes,
+                                       time.perf_counter() - t0))
 
     def run_recursive_sql(self, st: Stratum):
         """The semi-naive loop of a set-valued stratum in SQL mode, with fewer rounds of
@@ -766,7 +787,7 @@ class _Engine:
             if not sizes.get(name):
                 self.full[name] = self.delta[name] = self.frame(self.full[name])
         self.retype_empty_starts(st, sizes)
-        self.stats.append(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
+        self.record(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
         pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
 
         def iterate() -> dict:

@@ -17,7 +17,7 @@ import json
 import time
 from dataclasses import replace
 
-from . import columnar
+from . import columnar, progress
 from .dataflow import Dataflow, IterationStats, Stratum
 from .session import parallelism
 
@@ -72,6 +72,9 @@ def run_local_stratum(engine, st: Stratum) -> bool:
         engine.no_fixpoint(st, sizes)
     engine.stats.append(IterationStats(st.index, 0, engine._actions - before, {rel: n},
                                        time.perf_counter() - t0, mode="local"))
+    if engine.reports(st):  # the iterations ran in the tasks: the driver knows only the end
+        progress.note(f"every partition at its fixpoint in tasks: {rel} {n:,} tuples", relation=rel, tuples=n,
+                      mode="local")
     return True
 
 

@@ -36,6 +36,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..bootstrap import activity
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.syntax import Span
 from .dedalus import CLOCK, MEMBER, Timed, unknown_address
@@ -207,6 +208,8 @@ class Simulation:
         for step in range(steps):
             if not active:
                 break
+            # for the progress line (runtime/progress.py); nothing is logged per timestep
+            activity.note(f"timestep {step}: {len(active):,} of {len(worlds):,} runs going")
             live = sorted(active)
             now = [m for m in pending if m[0] == step and m[1] in active]
             pending = [m for m in pending if m[0] > step]

@@ -112,6 +112,7 @@ def cmd_simulate(args) -> int:
 
     from rich.console import Console
 
+    from ..bootstrap.activity import doing
     from .simulate import Simulation, compile_timed
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -125,10 +126,12 @@ def cmd_simulate(args) -> int:
         from .session import spark_session
         from .simulate_spark import fan_out
 
-        run = fan_out(sim, args.steps, args.fanout, spark_session(master=getattr(args, "master", None),
-                                                                       remote=getattr(args, "remote", None)))
+        spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
+        with doing(f"the simulation of {len(seeds)} seed{'s' if len(seeds) != 1 else ''} in {args.fanout} tasks"):
+            run = fan_out(sim, args.steps, args.fanout, spark)
     else:
-        run = sim.run(args.steps)
+        with doing(f"the simulation of {len(seeds)} seed{'s' if len(seeds) != 1 else ''}"):
+            run = sim.run(args.steps)
     report(console, run, seeds)
     if args.trace:
         for path in write_trace(run, args.trace, args.trace_format):

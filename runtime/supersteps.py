@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import progress
 from .dedalus import CLOCK, MEMBER, Timed, unknown_address
 from .simulate import COUNT_COLUMNS, Run, _state, _trace
 
@@ -99,30 +100,32 @@ class _Supersteps:
         last_input = max(self.timed_in, default=-1)
         supersteps, quiet_at, deliveries = [], None, []
         for step in range(steps):
-            s0 = time.perf_counter()
-            arrived = self.timed_in.get(step, {})
-            for rel, rows in arrived.items():
-                for node, values in rows:
-                    self.trace.append((WORLD, step, node, "input", rel, values, None, step))
-            for rel, dst, msg, src in deliveries:
-                self.trace.append((WORLD, step, dst, "deliver", rel, msg, src, step))
-                _count(self.counts, dst, "received")
-                self.busy.add((dst, step))
-            changes, sends, actions = state.step(self.flow, step, self.nodes, deliveries, arrived)
-            changed = 0
-            for kind, rel, values in changes:
-                changed += 1
-                if kind == "new" and rel in t.arity:
-                    n = t.arity[rel]
-                    node = values[n + 1]
-                    _count(self.counts, node, "derived")
-                    self.busy.add((node, step))
-                    if rel in t.shown:
-                        self.trace.append((WORLD, step, node, "output", rel, values[:n], None, step))
-            delivered_now = bool(deliveries)
-            deliveries = self.messages(step, sends)
-            sent = sum(len(v) for v in sends.values())
-            supersteps.append(Superstep(step, time.perf_counter() - s0, actions, changed, sent))
+            with progress.superstep(step, steps):
+                s0 = time.perf_counter()
+                arrived = self.timed_in.get(step, {})
+                for rel, rows in arrived.items():
+                    for node, values in rows:
+                        self.trace.append((WORLD, step, node, "input", rel, values, None, step))
+                for rel, dst, msg, src in deliveries:
+                    self.trace.append((WORLD, step, dst, "deliver", rel, msg, src, step))
+                    _count(self.counts, dst, "received")
+                    self.busy.add((dst, step))
+                changes, sends, actions = state.step(self.flow, step, self.nodes, deliveries, arrived)
+                changed = 0
+                for kind, rel, values in changes:
+                    changed += 1
+                    if kind == "new" and rel in t.arity:
+                        n = t.arity[rel]
+                        node = values[n + 1]
+                        _count(self.counts, node, "derived")
+                        self.busy.add((node, step))
+                        if rel in t.shown:
+                            self.trace.append((WORLD, step, node, "output", rel, values[:n], None, step))
+                delivered_now = bool(deliveries)
+                deliveries = self.messages(step, sends)
+                sent = sum(len(v) for v in sends.values())
+                supersteps.append(Superstep(step, time.perf_counter() - s0, actions, changed, sent))
+                progress.note(f"{changed:,} tuples changed, {sent:,} messages sent", changed=changed, sent=sent)
             if not changed and not sent and not delivered_now and not t.uses_clock and step > last_input:
                 quiet_at = step
                 break
