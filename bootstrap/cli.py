@@ -79,8 +79,16 @@ def _stopped(e: BaseException, verbose: bool) -> int:
 def _failed(e: Exception, verbose: bool) -> int:
     import traceback
 
+    from evita.runtime import executors
+
     from .stopping import describe_failure
 
+    if executors.lost() is not None:  # the watcher cancelled the jobs: that is the cause, not the cancel
+        err.print(f"[bold red]error\\[worker-lost]:[/] {_escape(executors.lost())}", markup=True, soft_wrap=True)
+        err.print(f"  hint: {_escape(executors.HINT)}", soft_wrap=True)
+        if verbose:
+            err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
+        return 1
     err.print(f"[bold red]error:[/] {_escape(describe_failure(e))}", markup=True, soft_wrap=True)
     if verbose:
         err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)

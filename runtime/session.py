@@ -80,6 +80,9 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     ship_package(spark)
+    from .executors import watch
+
+    watch(spark)  # on a cluster: no executor left means an error, not a wait without end
     return spark
 
 

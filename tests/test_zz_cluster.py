@@ -137,3 +137,47 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
         assert str(Path(evita.__file__).parent.parent) not in pythonpath.split(os.pathsep), pythonpath
     print(output)  # the driver's (with -s): each run's phases and Spark jobs
     print(f"cluster run: {time.perf_counter() - started:.1f} s after the cluster started")
+
+
+LONG = """.decl nat(n: number)
+nat(0).
+nat(n + 1) :- nat(n), n < 100000.
+.output nat
+"""
+
+
+def test_workers_that_die_mid_run(cluster, tmp_path):
+    """Last in this module: it kills the cluster's workers. A run whose every executor
+    is gone gets error[worker-lost] within the grace period, instead of waiting for
+    resources without end; no Java trace, nothing written."""
+    program = tmp_path / "long.dl"
+    program.write_text(LONG)
+    env = dict(os.environ, EVITA_EXECUTOR_GRACE="8", EVITA_WAREHOUSE=str(tmp_path / "warehouse"),
+               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"))
+    env.pop("EVITA_MASTER", None)
+    driver = subprocess.Popen([sys.executable, "-m", "evita.bootstrap.cli", "run", str(program), "--no-local",
+                               "--master", cluster.master, "-D", str(tmp_path / "out")], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and driver.poll() is None:  # the run's loop is under way
+            state = local_cluster.master_state(cluster) or {}
+            if any(a.get("name") == "evita" for a in state.get("activeapps", [])):
+                break
+            time.sleep(0.5)
+        time.sleep(15)  # past the compile, into the fixpoint (100,000 iterations: it does not end by itself)
+        assert driver.poll() is None, driver.communicate()
+        killed = time.monotonic()
+        for d in cluster.daemons:
+            if d.role.startswith("worker"):
+                local_cluster._signal_group(d.pid, 9)
+        out, err = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 1, err
+    assert time.monotonic() - killed < 60
+    assert "error[worker-lost]: the Spark application lost every executor while a job ran" in err, err
+    assert "scripts/local-cluster status" in err and "Traceback" not in err and "java." not in err, err
+    assert not (tmp_path / "out").exists()

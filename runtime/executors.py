@@ -1,0 +1,80 @@
+"""Executors that are gone: a clear error instead of a run that waits forever.
+
+On a cluster, Spark re-runs the tasks of a lost executor on the others. When a worker
+dies and no executor is left (or none ever joined: no worker has the cores and memory
+asked for), Spark does not fail: the job waits for resources without end, and the
+user sees nothing. While a job is active, a watcher thread of the driver counts the
+application's executors; once there has been none for `GRACE` seconds it cancels the
+jobs, and the command reports why (`lost()`, read by the command line's failure
+report) instead of Spark's "Job cancelled" with a Java trace.
+
+Only for classic sessions on a master that runs executors outside the driver
+(`spark://`, `yarn`, `k8s://`); local mode has its executor in the driver's JVM.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+GRACE = float(os.environ.get("EVITA_EXECUTOR_GRACE", "30"))  # seconds with no executor while a job waits
+_lost: list = []
+_watched: set = set()
+
+
+def lost() -> str | None:
+    """Why the watcher cancelled this process's jobs, or None if it did not."""
+    return _lost[0] if _lost else None
+
+
+def executor_count(sc) -> int:
+    """Executors registered with the application, the driver not counted."""
+    return max(0, sc._jsc.sc().getExecutorMemoryStatus().size() - 1)
+
+
+def watch(spark) -> None:
+    """Start the watcher for this SparkContext (once)."""
+    from .session import is_local, spark_context
+
+    sc = spark_context(spark)
+    if sc is None or is_local(sc.master) or id(sc) in _watched:
+        return
+    _watched.add(id(sc))
+    threading.Thread(target=_watch, args=(sc,), name="evita-executor-watch", daemon=True).start()
+
+
+def _watch(sc) -> None:
+    seen_any, missing_since = False, None
+    while True:
+        time.sleep(1.0)
+        try:
+            count = executor_count(sc)
+            waiting = bool(sc.statusTracker().getActiveJobsIds())
+        except Exception:  # the context stopped, or the JVM is gone: nothing left to watch
+            return
+        if count:
+            seen_any, missing_since = True, None
+            continue
+        if not waiting:
+            missing_since = None
+            continue
+        missing_since = missing_since or time.monotonic()
+        if time.monotonic() - missing_since < GRACE:
+            continue
+        if seen_any:
+            why = (f"the Spark application lost every executor while a job ran, and none came back within "
+                   f"{GRACE:g} s (a worker died or was killed: Spark re-runs a lost executor's tasks elsewhere, "
+                   f"but no executor was left)")
+        else:
+            why = (f"no executor joined the Spark application within {GRACE:g} s of its first job: the cluster "
+                   f"has no worker with the cores and memory asked for")
+        _lost.append(f"{why}; its jobs were cancelled (master {sc.master})")
+        try:
+            sc.cancelAllJobs()
+        except Exception:
+            pass
+        return
+
+
+HINT = ("check the workers: scripts/local-cluster status on this machine, or the master's web UI and the "
+        "workers' logs; then run again. The catalog holds only saves that completed; no output was written")
