@@ -153,3 +153,16 @@ def _filesystem(scheme: str, netloc: str):
     if not scheme:
         return fs.LocalFileSystem()
     return fs.FileSystem.from_uri(f"{scheme}://{netloc}/")[0]
+
+
+def joined(directory, name: str) -> str:
+    """DIR/NAME as the user would write it: a local path stays as given (relative or
+    not), a URI keeps its `//` (which `pathlib` would fold into one).
+
+    >>> joined("facts", "edge.facts"), joined("s3a://bucket/in/", "edge.facts")
+    ('facts/edge.facts', 's3a://bucket/in/edge.facts')
+    """
+    directory = os.fspath(directory)
+    if "://" in directory:
+        return f"{directory.rstrip('/')}/{name}"
+    return str(Path(directory) / name)

@@ -19,6 +19,7 @@ from typing import Optional
 
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..catalog.fs import Loc, joined
 
 COMMAND_LINE = S.Span("<command line>", 0, 0)
 # The parameters Evita reads, per direction (Soufflé's names and meanings).
@@ -114,7 +115,7 @@ def output_files(program: S.Program, directory: str, outputs=None) -> list:
         if d.direction != "output" or (outputs is not None and d.relation not in outputs):
             continue
         params = dict(d.params)
-        files.append(OutputFile(d.relation, str(Path(directory) / str(params.get("filename", f"{d.relation}.csv"))),
+        files.append(OutputFile(d.relation, joined(directory, str(params.get("filename", f"{d.relation}.csv"))),
                                 _unescape(str(params.get("delimiter", "\t"))), str(params.get("headers")) == "true"))
     return files
 
@@ -137,7 +138,7 @@ def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = No
     if facts_dir:
         for rel, d in directives.items():
             params = dict(d.params)
-            path = Path(facts_dir) / str(params.get("filename", f"{rel}.facts"))
+            path = joined(facts_dir, str(params.get("filename", f"{rel}.facts")))
             quoted = str(params.get("rfc4180")) == "true"
             files[rel] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
                                    _at_relation(program, d), headers=str(params.get("headers")) == "true",
@@ -161,7 +162,7 @@ def missing_files(files: dict) -> list:
     """An input-missing diagnostic for every file that is not there, at what asked for it."""
     return [Diagnostic("input-missing", f"{'--input' if f.option else '.input'} {f.relation}: no file {f.path}",
                        f.span, f.relation, "check the path given to -F or --input")
-            for f in files.values() if not Path(f.path).exists()]
+            for f in files.values() if not Loc.of(f.path).exists()]
 
 
 def not_given(program: S.Program, files: dict) -> list:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..catalog.fs import Loc, joined
 from .dataflow import Dataflow, Storage
 
 DECLARED = {"number": "bigint", "unsigned": "bigint", "int": "bigint", "integer": "bigint", "long": "bigint",
@@ -135,7 +136,7 @@ def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = 
     if files is None:
         files = {}
         if facts_dir:
-            files = {rel: InputFile(rel, str(Path(facts_dir) / f"{rel}.facts"), "\t", S.NOWHERE)
+            files = {rel: InputFile(rel, joined(facts_dir, f"{rel}.facts"), "\t", S.NOWHERE)
                      for rel in dataflow.inputs}
         for text in inputs:
             rel, path = parse_input_option(text)
@@ -175,11 +176,11 @@ def write_outputs(result, relations: list, directory: str, fmt: str = "csv", sou
         os.makedirs(directory, exist_ok=True)
         written = []
         for rel in relations:
-            target = Path(directory) / f"{rel}.parquet"
+            target = joined(directory, f"{rel}.parquet")
             result.relations[rel].write.mode("overwrite").parquet(str(target))
             written.append(str(target))
         return written
-    return write_text_outputs(result, [OutputFile(rel, str(Path(directory) / f"{rel}.csv"), "\t" if souffle else ",",
+    return write_text_outputs(result, [OutputFile(rel, joined(directory, f"{rel}.csv"), "\t" if souffle else ",",
                                                   False) for rel in relations], souffle_floats=souffle)
 
 
@@ -196,9 +197,9 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             lines = [f.delimiter.join(names)] + lines
-        Path(f.path).parent.mkdir(parents=True, exist_ok=True)
-        with open(f.path, "w", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in lines))
+        target = Loc.of(f.path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
+        target.parent.mkdir()
+        target.write_text("".join(line + "\n" for line in lines))
     return [f.path for f in files]
 
 

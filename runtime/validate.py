@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlparse
 from ..bootstrap import syntax as S
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from ..bootstrap.fact_types import article
+from ..catalog.fs import Loc
 from .dataflow import Storage
 from .inputs import InputFile
 from .io import DECLARED
@@ -50,8 +51,10 @@ class _Read:
 
 
 def is_parquet(path: str) -> bool:
-    p = Path(path)
-    return p.suffix.lower() == ".parquet" or (p.is_dir() and any(p.glob("*.parquet")))
+    if path.lower().rstrip("/").endswith(".parquet"):
+        return True
+    loc = Loc.of(path)  # a local path or a URI (catalog/fs.py)
+    return loc.is_dir() and any(child.name.endswith(".parquet") for child, _ in loc.children())
 
 
 def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
@@ -280,6 +283,8 @@ def _rest_note(total: int, shown: list) -> list:
 def _shown_path(given: str, uri: str) -> str:
     """The file as the user named it, or the file inside the directory they named."""
     path = unquote(urlparse(uri).path)
+    if "://" in given:
+        return given if Loc.of(given) == Loc.of(uri) or urlparse(given).path == path else uri
     return given if Path(given).resolve() == Path(path).resolve() else path
 
 

@@ -121,3 +121,25 @@ def test_parquet_columns_of_the_wrong_count_or_type_are_errors_about_the_file(sp
     with pytest.raises(EvitaError) as info:
         read(spark, path, ["number", "number"])
     assert info.value.first.code == "input-type" and "double" in info.value.first.message
+
+
+def test_inputs_and_outputs_named_by_uri(spark, tmp_path, capsys):
+    """-F, --input and -D take URIs (file:// here; hdfs://, s3a:// on a cluster): inputs are
+    found and read through them, outputs written through pyarrow's filesystems, and a
+    missing file is named as given."""
+    from evita.bootstrap.cli import main
+
+    from conftest import EXAMPLES
+
+    facts = (EXAMPLES / "tc").as_uri()
+    out = tmp_path / "out"
+    assert main(["run", str(EXAMPLES / "tc.dl"), "-F", facts, "-D", out.as_uri(), "--master", "local[2]"]) == 0
+    assert len((out / "path.csv").read_text().splitlines()) == 48
+    parquet = tmp_path / "edges.parquet"
+    spark.read.csv(str(EXAMPLES / "tc" / "edge.facts"), sep="\t", schema="a long, b long").write.parquet(str(parquet))
+    assert main(["run", str(EXAMPLES / "tc.dl"), "--input", f"edge={parquet.as_uri()}", "-D", out.as_uri(),
+                 "--master", "local[2]"]) == 0
+    assert len((out / "path.csv").read_text().splitlines()) == 48
+    capsys.readouterr()
+    assert main(["run", str(EXAMPLES / "tc.dl"), "-F", (tmp_path / "nope").as_uri(), "--master", "local[2]"]) == 1
+    assert f"error[input-missing]: .input edge: no file {(tmp_path / 'nope').as_uri()}/edge.facts" in capsys.readouterr().err
