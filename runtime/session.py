@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -239,16 +240,26 @@ def _master_watched(master: str | None, where):
         return
     done, fired = threading.Event(), []
     misses = int(os.environ.get("EVITA_MASTER_MISSES", "3"))
+    register = float(os.environ.get("EVITA_REGISTER_TIMEOUT", "20"))
 
     def watch():
-        missed = 0
+        missed, jvm_up = 0, None
         while not done.wait(1.0):
             missed = 0 if _reachable(addresses, 1.0) else missed + 1
             proc = getattr(SparkContext._gateway, "proc", None)
-            if missed >= misses and proc is not None and not done.is_set():
-                fired.append(missed)
-                proc.kill()  # spark-submit execs the JVM: this is it; the call in flight then fails
-                return
+            if proc is not None and jvm_up is None:
+                jvm_up = time.monotonic()
+            if proc is None or done.is_set():
+                continue
+            if missed >= misses:
+                fired.append("down")
+            elif time.monotonic() - jvm_up > register:
+                # A master takes an application at once; Spark would retry a silent one for a minute.
+                fired.append("silent")
+            else:
+                continue
+            proc.kill()  # spark-submit execs the JVM: this is it; the call in flight then fails
+            return
 
     watcher = threading.Thread(target=watch, name="evita-master-watch", daemon=True)
     watcher.start()
@@ -273,6 +284,13 @@ def _master_watched(master: str | None, where):
 
         SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
         SparkContext._active_spark_context = None
+        if fired[0] == "silent":
+            raise EvitaError([Diagnostic(
+                "master-unreachable", f"{master} accepted connections but did not take the application within "
+                f"{register:g} s of the JVM's start (a Spark master takes one at once); Spark was stopped instead "
+                f"of retrying for a minute", where, master,
+                "is that port a Spark master's? (not its web UI, 8080 by default: the master's URL is at the top "
+                "of that page); is the master the same Spark version as pyspark here, and not overloaded?")])
         raise EvitaError([Diagnostic(
             "master-unreachable", f"the Spark master {master} stopped accepting connections while Spark started "
             f"(it answered before the JVM started); Spark was stopped instead of retrying for a minute",

@@ -139,6 +139,30 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     print(f"cluster run: {time.perf_counter() - started:.1f} s after the cluster started")
 
 
+def test_a_port_that_is_not_a_master(tmp_path):
+    """A listener that accepts connections and never answers (a wrong port, another
+    service): error[master-unreachable] within 30 s, not Spark's minute of retries."""
+    import socket
+    import threading
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(50)
+        port = listening.getsockname()[1]
+        held = []
+        threading.Thread(target=lambda: [held.append(listening.accept()) for _ in range(50)], daemon=True).start()
+        env = dict(os.environ, EVITA_WAREHOUSE=str(tmp_path / "warehouse"), EVITA_SPARK_LOG=str(tmp_path / "spark.log"))
+        env.pop("EVITA_MASTER", None)
+        started = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "run", *PROGRAMS["sp"], "--master",
+                            f"spark://127.0.0.1:{port}"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+        seconds = time.monotonic() - started
+    assert p.returncode == 1 and seconds < 30, (seconds, p.stderr)
+    assert "error[master-unreachable]" in p.stderr and "did not take the application" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "java." not in p.stderr
+
+
 LONG = """.decl nat(n: number)
 nat(0).
 nat(n + 1) :- nat(n), n < 100000.
