@@ -22,6 +22,7 @@ from typing import Optional
 from evita.catalog import schema
 from evita.catalog.rows import CatalogRows
 
+from . import compile_cache
 from . import syntax as S
 from evita.runtime import progress
 
@@ -57,6 +58,7 @@ class Compilation:
     stats: list = field(default_factory=list)  # (stage, seconds, actions)
     lattice: Optional[CatalogRows] = None  # the stage and stage_lattice tables this compile used
     notes: list = field(default_factory=list)  # stages left out although their trigger finds work
+    cached: bool = False  # read from the compile cache (bootstrap/compile_cache.py), not run now
 
     @property
     def final(self) -> CatalogRows:
@@ -145,6 +147,15 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     disabled = set(skip)
     if only is not None:
         disabled |= known - set(only) - set(BOOTSTRAP_STAGES)
+    cache_key = None
+    if compile_cache.enabled():
+        options = (sorted(skip), sorted(only) if only is not None else None, sorted((choose or {}).items()),
+                   max_iterations, evaluator, triggers)
+        cache_key = compile_cache.key(rows, program_id, stages, lattice.path, tuple(map(repr, options)))
+        cached = compile_cache.load(cache_key)
+        if cached is not None:
+            progress.note("compile read from the cache (the same catalog, stages and options as a compile before)")
+            return cached
     comp = Compilation(program_id, [Version(0, "parse", rows)], lattice=lattice.rows())
     completed = ["parse"]
     t = time.perf_counter()
@@ -184,6 +195,8 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     comp.notes += [f"stage {v.stage} rewrote this program: {stages[v.stage].if_applied}"
                    for before, v in zip(comp.versions, comp.versions[1:])
                    if v.stage in stages and stages[v.stage].if_applied and not v.skipped and _changed(before.rows, v.rows)]
+    if cache_key is not None:
+        compile_cache.keep(cache_key, comp)
     return comp
 
 

@@ -10,6 +10,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# Every test compiles for real: a compile read from the cache would skip what a test
+# injects into the stages (bootstrap/compile_cache.py; tests/test_compile_cache.py turns it on).
+os.environ["EVITA_COMPILE_CACHE"] = "0"
+
 
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory) -> Path:

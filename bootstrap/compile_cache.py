@@ -1,0 +1,72 @@
+"""Compiles remembered: the same catalog through the same stages is the same compile.
+
+A compile is a function of the program's catalog after parsing (statistics included),
+the stage files and the lattice, the options (`--skip`, `--only`, `--choose`, the
+iteration limit) and Evita's own code; it is deterministic (tests/test_stages.py, tests/test_planner.py).
+So `evita plan P` after `evita run P`, or a second `evita run P` on inputs of the same
+statistics, reads the compile from disk instead of running the stages again, and the
+catalog is then stored as that compile stored it: the same versions, rows and stage
+timings (those of the compile that ran them).
+
+Kept under `$EVITA_CACHE` (else `~/.cache/evita`) in `compiles/`, next to the stages'
+own caches; `EVITA_COMPILE_CACHE=0` turns it off (the test suite does, so every test
+compiles for real). A failed compile is never kept. An entry that cannot be read is a
+miss, a cache that cannot be written is no cache: the compile is correct either way.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from .compiled_stages import _code_fingerprint, cache_dir
+
+
+def enabled() -> bool:
+    return os.environ.get("EVITA_COMPILE_CACHE", "1") not in ("0", "false", "no", "off")
+
+
+def key(rows, program_id: str, stages: dict, lattice_path: Path, options: tuple) -> str:
+    """What the compile depends on, hashed: the catalog rows (canonically sorted), every
+    stage as parsed (so an #include'd file counts), the lattice's text, the options and
+    Evita's code."""
+    from evita.catalog.printer import format_program
+
+    h = hashlib.sha256()
+    for part in (_code_fingerprint(), program_id, repr(options), Path(lattice_path).read_text()):
+        h.update(part.encode() + b"\0")
+    for name in sorted(stages):
+        st = stages[name]
+        h.update(f"{name}\0{st.origin}\0{format_program(st.program)}\0".encode())
+    for table in sorted(rows):
+        h.update(f"{table}\0{sorted(map(repr, rows[table]))!r}\0".encode())
+    return h.hexdigest()[:32]
+
+
+def _file(k: str) -> Path:
+    return cache_dir().parent / "compiles" / f"{k}.pickle"
+
+
+def load(k: str):
+    """The Compilation kept under key `k`, or None."""
+    try:
+        comp = pickle.loads(_file(k).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        return None
+    comp.cached = True
+    return comp
+
+
+def keep(k: str, comp) -> None:
+    """Write atomically (a temporary file renamed): a concurrent command never reads half."""
+    target = _file(k)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(comp, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    except OSError:
+        pass
