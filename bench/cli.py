@@ -9,6 +9,19 @@ Spark start, compile, plan, inputs, fixpoint, outputs, previews) is read back. T
 baseline, measured in the same run: `evita run` on a one-fact program, the price of
 starting at all. DuckDB's time for the same query is printed where there is one.
 
+With `--interactive`, instead: the commands a user types while inspecting a program,
+each a fresh process, without a server (Spark starts in the process) and with the warm
+server of `evita server start` (Spark Connect; runtime/server.py), in one run:
+
+  catalog   evita catalog                         (the store's files: no Spark in either mode)
+  sql       evita sql "SELECT ... FROM evita.rule"
+  plan      evita plan examples/shortest_path.olg
+  run       evita run examples/shortest_path.olg
+
+Each is run `--repeat` times (default 3) after a first run: the first `plan` compiles
+cold; later ones read the compile cache (bootstrap/compile_cache.py), as a user's
+repeated commands do. Shown: the first run, and the median of the others, per mode.
+
 Workloads:
   one-fact  p(1).
   nat       nat(n+1) :- nat(n), n < 2000 joined with a small relation: 2,000 iterations
@@ -58,10 +71,63 @@ def evita_run(args: list, cwd: Path) -> tuple:
     return wall, phases
 
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "shortest_path.olg"
+INTERACTIVE = {
+    "catalog": ["catalog"],
+    "sql": ["sql", "SELECT name, count(*) AS n FROM evita.rule GROUP BY name ORDER BY name"],
+    "plan": ["plan", str(EXAMPLE)],
+    "run": ["run", str(EXAMPLE)],
+}
+TARGETS = {"catalog": (2, 10), "sql": (2, 10), "plan": (2, 10), "run": (5, 10)}  # (server, no server) seconds
+
+
+def timed(argv: list, cwd: Path, env: dict) -> float:
+    cmd = [sys.executable, "-m", "evita.bootstrap.cli", *argv, "-q"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return seconds
+
+
+def interactive(repeat: int) -> int:
+    import statistics
+
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for mode in ("no server", "server"):
+            env = {k: v for k, v in os.environ.items() if k not in ("EVITA_MASTER", "EVITA_REMOTE")}
+            env.update(EVITA_WAREHOUSE=str(root / mode.replace(" ", "-") / "warehouse"),
+                       EVITA_CACHE=str(root / mode.replace(" ", "-") / "cache"), EVITA_COMPILE_CACHE="1")
+            if mode == "server":
+                start = timed(["server", "start"], root, env)
+                print(f"evita server start: {start:.1f} s", flush=True)
+            try:
+                for name in ("plan", "run", "catalog", "sql"):  # plan first: its first compile is cold
+                    times = [timed(INTERACTIVE[name], root, env) for _ in range(repeat + 1)]
+                    results[(name, mode)] = times
+                    print(f"  {name:<8} {mode:<10} " + "  ".join(f"{t:.2f}" for t in times), flush=True)
+            finally:
+                if mode == "server":
+                    timed(["server", "stop"], root, env)
+    print(f"\ncommand   no server: first  median   server: first  median   target (server / no server)")
+    for name in INTERACTIVE:
+        a, b = results[(name, "no server")], results[(name, "server")]
+        print(f"{name:<9} {a[0]:>16.2f} {statistics.median(a[1:]):>7.2f} {b[0]:>15.2f} {statistics.median(b[1:]):>7.2f}"
+              f"   <= {TARGETS[name][0]} s / <= {TARGETS[name][1]} s")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=("nat", "tc+sg"), action="append")
+    ap.add_argument("--interactive", action="store_true", help="catalog, sql, plan, run: without and with a server")
+    ap.add_argument("--repeat", type=int, default=3, help="with --interactive: runs after the first")
     args = ap.parse_args(argv)
+    if args.interactive:
+        return interactive(args.repeat)
     work = args.only or ["nat", "tc+sg"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -85,6 +85,7 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--port", type=int, default=15002, help="the server's port on 127.0.0.1 (default 15002)")
     c.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
     c.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     c.set_defaults(func=cmd_server)
 
     from .conformance import add_arguments as add_test_suite
