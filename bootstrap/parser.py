@@ -559,7 +559,7 @@ class _Time:
 _CONSTANT_NAMES = {"true": (True, BOOL), "false": (False, BOOL), "null": (None, NULL),
                    "infinity": ("infinity", INFINITY)}
 _AGG_NAMES = {"min": "min", "max": "max", "sum": "sum", "avg": "avg", "mean": "avg",
-              "count": "count", "set": "set", "list": "list"}
+              "count": "count", "set": "set", "list": "list", "autoinc": "autoinc"}
 _DEFINE_TYPES = {"string": "symbol", "integer": "number", "long": "number", "int": "number",
                  "float": "float", "double": "float"}
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
@@ -984,8 +984,8 @@ class _Lowering:
     def run(self, items) -> list:
         items = _flatten(list(items))  # `.decl A, B(...)` is one Declaration per relation
         self._collect_declarations(items)
-        self.autoinc_stride = max(1, sum(len(_expand(i.body)) for i in items if isinstance(i, _Clause)
-                                         and i.body is not None and isinstance(i.head, _RawCall)
+        self.autoinc_stride = max(1, sum(len(_expand(i.body)) if i.body is not None else 1
+                                         for i in items if isinstance(i, _Clause) and isinstance(i.head, _RawCall)
                                          and any(_is_autoinc(a, self.columns) for a in i.head.args)))
         out: list = []
         for item in items:
@@ -1062,7 +1062,7 @@ class _Lowering:
         if not calls:
             return False
         allowed = set()
-        if c.body is not None and isinstance(c.head, _RawCall):
+        if isinstance(c.head, _RawCall) and (c.body is not None or not c.words):  # a rule or a fact
             allowed = {id(a) for a in c.head.args}
         for call in calls:
             if call.args:
@@ -1070,9 +1070,6 @@ class _Lowering:
             elif component is not None or self.in_comp:
                 why, hint = ("autoinc() inside a component is not supported yet",
                              "write the rule outside the component: each instance would repeat its numbers")
-            elif c.body is None:
-                why, hint = ("autoinc() in a fact is not supported",
-                             "write the number, or a rule with a body: r(x, autoinc()) :- a(x).")
             elif id(call) not in allowed:
                 why, hint = ("autoinc() is supported only as an argument of a rule's head",
                              "write r(x, autoinc()) :- ..., not n = autoinc() or autoinc() + 1")
@@ -1118,6 +1115,9 @@ class _Lowering:
         elif c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
                 and any(self._is_range_call(n) for n in _raw_nodes(c.head.args)):
             c = replace(c, body=[])  # `n(range(0, 3)).`: a rule whose range makes its body
+        elif c.body is None and not words and self.souffle and isinstance(c.head, _RawCall) \
+                and any(_is_autoinc(a, self.columns) for a in c.head.args):
+            c = replace(c, body=[])  # `r(1, autoinc()).`: a rule with one binding (`_autoinc`)
         if c.body is None:
             if words == ["query"]:
                 out.append(Query(self._head(c, "a query"), c.span))
@@ -1210,48 +1210,44 @@ class _Lowering:
 
     # -- rules
     def _autoinc(self, rule: Rule, out) -> Rule:
-        """`H(.., autoinc(), ..) :- BODY.` as a helper relation of the rule's distinct
-        bindings and a rank (docs/language.md, "autoinc()"):
-            R_autoinc(t.., v.., 0) :- BODY.          t: H's other arguments, v: BODY's other variables
-            R: H(.., n, ..) :- R_autoinc(x.., y.., _),
-                               n = (#bindings lexicographically before (x.., y..)) * K + i.
-        K is the number of rules with autoinc() in the program, i this rule's index among
-        them in source order: numbers are unique across the program and do not depend on
-        evaluation order. The count is one head aggregate `R_autoinc_rank(x.., count<*>)`
-        fed by a rule per column (the bindings equal before it, smaller on it) and one
-        that counts the binding itself, so that no group is empty."""
+        """`H(.., autoinc(), ..) :- BODY.` as a helper relation that numbers the rule's
+        distinct bindings, and the rule reading the numbers (docs/language.md, "autoinc()"):
+            R_autoinc(t.., v.., w.., autoinc<*>) :- BODY.
+            R: H(.., n, ..) :- R_autoinc(x.., y.., z.., k), n := k * K + i.
+        t: H's other arguments, v: BODY's other variables (in name order), w: a variable
+        for each `_` of an atom BODY scans (one with a variable or constant), since
+        Soufflé evaluates autoinc() once per tuple it scans. autoinc<*> gives the
+        bindings present at the start 0, 1, ... in ascending order and, inside recursion,
+        each round's new bindings the numbers after all earlier ones. K is the number of
+        rules with autoinc() in the program, i this rule's index among them in source
+        order: numbers are unique across the program and do not depend on Spark's
+        evaluation order."""
         span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
         index = self.autoinc_next
         self.autoinc_next += 1
         terms = [a for a in rule.head.args if not (isinstance(a, Call) and a.func == "autoinc")]
+        body, scanned = _wildcards_named(tuple(self.resolve_literal(b) for b in rule.body))
+        if not body:  # a fact `r(1, autoinc()).`: one binding, from a unit fact
+            out.append(Fact(Atom(f"{rule.name}_autoinc_unit", (Const(0, INT, span),), span=span), rule.component,
+                            span))
+            self._helper_relation(f"{rule.name}_autoinc_unit", ["unit"])
+            body = (Atom(f"{rule.name}_autoinc_unit", (Wildcard(span),), span=span),)
         head_vars = set(_outer_vars(rule.head))
-        extra = sorted(v for v in _bound_by(list(rule.body)) if v not in head_vars and not v.startswith("_"))
+        extra = sorted(v for v in _bound_by(list(body)) if v not in head_vars and not v.startswith("_"))
         name = f"{rule.name}_autoinc"
-        cols = terms + [Var(v, span) for v in extra]
+        cols = terms + [Var(v, span) for v in extra] + scanned
         n = len(cols)
-        self._rule(Rule(name, Atom(name, tuple(cols) + (Const(0, INT, span),), span=span), rule.body,
+        self._rule(Rule(name, Atom(name, tuple(cols) + (Aggregate("autoinc", None, span),), span=span), body,
                         False, None, rule.component, span), out)
-        self._helper_relation(name, [f"c{j}" for j in range(n)] + ["unit"])
+        self._helper_relation(name, [f"c{j}" for j in range(n)] + ["number"])
         mine = [Var(f"_ai{j}", span) for j in range(n)]
-        theirs = [Var(f"_aj{j}", span) for j in range(n)]
-        rank = f"{name}_rank"  # (binding.., 1 + how many bindings sort before it)
-        head = Atom(rank, tuple(mine) + (Aggregate("count", None, span),), span=span)
-        mine_atom = Atom(name, tuple(mine) + (Wildcard(span),), span=span)
-        theirs_atom = Atom(name, tuple(theirs) + (Wildcard(span),), span=span)
-        self._rule(Rule(rank, head, (mine_atom,), False, None, rule.component, span), out)  # itself: never empty
-        for j in range(n):  # the bindings equal on the columns before j and smaller on column j
-            conds = [BinOp("==", theirs[m], mine[m], span) for m in range(j)] + [BinOp("<", theirs[j], mine[j], span)]
-            self._rule(Rule(f"{rank}{j + 2}", head, (mine_atom, theirs_atom) + tuple(Select(c, span) for c in conds),
-                            False, None, rule.component, span), out)
-        self._helper_relation(rank, [f"c{j}" for j in range(n)] + ["rank"])
-        counted = Var("_autoinc_count", span)
-        value = Call("as", (BinOp("+", BinOp("*", BinOp("-", counted, Const(1, INT, span), span),
-                                             Const(self.autoinc_stride, INT, span), span),
+        counted = Var("_autoinc_k", span)
+        value = Call("as", (BinOp("+", BinOp("*", counted, Const(self.autoinc_stride, INT, span), span),
                                   Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
-        body = (Atom(rank, tuple(mine) + (counted,), span=span), Assign(result, value, span))
+        body = (Atom(name, tuple(mine) + (counted,), span=span), Assign(result, value, span))
         return replace(rule, head=replace(rule.head, args=args), body=body)
 
     def _rule(self, rule: Rule, out):
@@ -1597,6 +1593,26 @@ def _equated(lit):
         if isinstance(lit.expr.right, Var):
             return lit.expr.right.name, lit.expr.left
     return None
+
+
+def _wildcards_named(body: tuple) -> tuple:
+    """`body` with each `_` of a scanned atom (positive, with a variable or constant) as
+    a variable `_autoinc_wK`, and those variables: a binding of autoinc()'s rule is a
+    tuple of every scanned atom (bootstrap/parser.py, `_autoinc`). An atom of
+    wildcards only is a test that its relation is not empty, as in Soufflé."""
+    named: list = []
+    out = []
+    for lit in body:
+        if isinstance(lit, Atom) and not lit.negated and not all(isinstance(a, Wildcard) for a in lit.args):
+            args = []
+            for a in lit.args:
+                if isinstance(a, Wildcard):
+                    a = Var(f"_autoinc_w{len(named) + 1}", a.span)
+                    named.append(a)
+                args.append(a)
+            lit = replace(lit, args=tuple(args))
+        out.append(lit)
+    return tuple(out), named
 
 
 def _bound_by(body) -> set:
