@@ -80,7 +80,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     if pre.includes:
         statements = _spliced(statements, pre.includes, path, text_as_given, _including)
     if not _included:  # an included file's components are expanded with the includer's statements
-        statements = expand_components(statements, text, path)
+        statements = _autoinc_numbered(expand_components(statements, text, path))
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -973,9 +973,6 @@ class _Lowering:
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
-        self.in_comp = 0  # inside a `.comp` body
-        self.autoinc_next = 0  # the index of the next rule with autoinc(), in source order
-        self.autoinc_stride = 1  # how many rules use autoinc() in the program
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -984,9 +981,6 @@ class _Lowering:
     def run(self, items) -> list:
         items = _flatten(list(items))  # `.decl A, B(...)` is one Declaration per relation
         self._collect_declarations(items)
-        self.autoinc_stride = max(1, sum(len(_expand(i.body)) if i.body is not None else 1
-                                         for i in items if isinstance(i, _Clause) and isinstance(i.head, _RawCall)
-                                         and any(_is_autoinc(a, self.columns) for a in i.head.args)))
         out: list = []
         for item in items:
             self._statement(item, None, out)
@@ -1025,10 +1019,8 @@ class _Lowering:
                 self._statement(s, item.name, out)
         elif isinstance(item, CompDecl):
             body: list = []
-            self.in_comp += 1
             for s in item.body:
                 self._statement(s, component, body)
-            self.in_comp -= 1
             if self.souffle:  # helper relations of its aggregates belong to each instance
                 body = self.declare_helpers(body)
             out.append(replace(item, body=tuple(body)))
@@ -1054,8 +1046,9 @@ class _Lowering:
         return True
 
     def _misplaced_autoinc(self, c: _Clause, component) -> bool:
-        """Report `autoinc()` anywhere but as an argument of a rule's head, outside
-        components (docs/language.md, "autoinc()"), once; the clause is then dropped."""
+        """Report `autoinc()` anywhere but as an argument of a rule's or a fact's head,
+        outside Dedalus components (docs/language.md, "autoinc()"), once; the clause is
+        then dropped."""
         if not self.souffle:
             return False
         calls = [n for n in _raw_nodes(c) if _is_autoinc(n, self.columns)]
@@ -1067,9 +1060,9 @@ class _Lowering:
         for call in calls:
             if call.args:
                 why, hint = "autoinc() takes no arguments", "write autoinc()"
-            elif component is not None or self.in_comp:
-                why, hint = ("autoinc() inside a component is not supported yet",
-                             "write the rule outside the component: each instance would repeat its numbers")
+            elif component is not None:  # a Dedalus component: its rules run at every timestep
+                why, hint = ("autoinc() in a Dedalus component is not supported",
+                             "number the relation in a rule outside the component")
             elif id(call) not in allowed:
                 why, hint = ("autoinc() is supported only as an argument of a rule's head",
                              "write r(x, autoinc()) :- ..., not n = autoinc() or autoinc() + 1")
@@ -1220,11 +1213,9 @@ class _Lowering:
         bindings present at the start 0, 1, ... in ascending order and, inside recursion,
         each round's new bindings the numbers after all earlier ones. K is the number of
         rules with autoinc() in the program, i this rule's index among them in source
-        order: numbers are unique across the program and do not depend on Spark's
-        evaluation order."""
+        order (`_autoinc_numbered`, after components are expanded): numbers are unique
+        across the program and do not depend on Spark's evaluation order."""
         span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
-        index = self.autoinc_next
-        self.autoinc_next += 1
         terms = [a for a in rule.head.args if not (isinstance(a, Call) and a.func == "autoinc")]
         body, scanned = _wildcards_named(tuple(self.resolve_literal(b) for b in rule.body))
         if not body:  # a fact `r(1, autoinc()).`: one binding, from a unit fact
@@ -1242,8 +1233,10 @@ class _Lowering:
         self._helper_relation(name, [f"c{j}" for j in range(n)] + ["number"])
         mine = [Var(f"_ai{j}", span) for j in range(n)]
         counted = Var("_autoinc_k", span)
-        value = Call("as", (BinOp("+", BinOp("*", counted, Const(self.autoinc_stride, INT, span), span),
-                                  Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
+        # K and i are set once the whole program is known (`_autoinc_numbered`); `as`
+        # tells the checks the result is a number
+        value = Call("as", (BinOp("+", BinOp("*", counted, Const(1, INT, span), span), Const(0, INT, span), span),
+                            Const("number", STRING, span)), span)
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
@@ -1593,6 +1586,33 @@ def _equated(lit):
         if isinstance(lit.expr.right, Var):
             return lit.expr.right.name, lit.expr.left
     return None
+
+
+def _autoinc_numbered(statements: list) -> list:
+    """Each rule reading autoinc() numbers (`_Lowering._autoinc`: `_autoinc := as(_autoinc_k
+    * K + i, number)`) with K the number of such rules in the whole program and i its
+    index among them, in order: done once components are expanded and included files
+    spliced in, so that each instance of a component and each file gets numbers of its
+    own, unique across the program as Soufflé's one counter gives them."""
+    def numbering(rule) -> Optional[int]:
+        for n, lit in enumerate(rule.body):
+            if isinstance(lit, Assign) and lit.var.name == "_autoinc" and isinstance(lit.expr, Call) \
+                    and lit.expr.func == "as" and isinstance(lit.expr.args[0], BinOp):
+                return n
+        return None
+
+    found = [(k, n) for k, st in enumerate(statements) if isinstance(st, Rule)
+             for n in [numbering(st)] if n is not None]
+    out = list(statements)
+    for index, (k, n) in enumerate(found):
+        rule = out[k]
+        lit = rule.body[n]
+        plus = lit.expr.args[0]  # (k * K) + i
+        times = replace(plus.left, right=replace(plus.left.right, value=len(found)))
+        expr = replace(lit.expr, args=(replace(plus, left=times, right=replace(plus.right, value=index)),)
+                       + lit.expr.args[1:])
+        out[k] = replace(rule, body=rule.body[:n] + (replace(lit, expr=expr),) + rule.body[n + 1:])
+    return out
 
 
 def _wildcards_named(body: tuple) -> tuple:
