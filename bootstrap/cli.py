@@ -185,9 +185,11 @@ def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     program = check_program(parse_file(path, name))
     for note in qualifier_notes(program) if verbose else ():
         _print_diagnostic(note.render(program.text), "cyan")
-    warning = empty_warning(program)
-    if warning is not None:
-        report_warning(warning)
+    from .strata import limitsize_without_effect
+
+    for warning in [empty_warning(program)] + limitsize_without_effect(program):
+        if warning is not None:
+            report_warning(warning)
     return program
 
 

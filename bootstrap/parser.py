@@ -189,7 +189,7 @@ def _unsupported_region(text: str, offset: int):
     directives, a record or ADT type), so that its braces do not cause a cascade of
     errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".functor", ".pragma", ".limitsize")):
+    if rest.startswith((".functor", ".pragma")):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
@@ -365,10 +365,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     directive = re.match(r"\.[A-Za-z_]+", rest)
     if directive and directive.group() not in _DIRECTIVES:
         word = directive.group()
-        what = f"{word} ({_NOT_YET[word]}) is not supported yet{_NOT_YET_WHY.get(word, '')}" if word in _NOT_YET \
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET \
             else f"unknown directive {word}"
         return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
-                          word, _NOT_YET_HINTS.get(word, "supported directives: " + ", ".join(_DIRECTIVES)))
+                          word, "supported directives: " + ", ".join(_DIRECTIVES))
     if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
                                                  text[:offset].rsplit("\n", 1)[-1]):
         what = "record types" if rest[0] == "[" else "algebraic data types"
@@ -386,15 +386,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan",
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".limitsize", ".type", ".number_type", ".symbol_type", ".plan",
                ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
-_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
-_NOT_YET_WHY = {".limitsize": ": which N tuples Soufflé keeps depends on the order it derives them in, "
-                              "which Evita's parallel evaluation does not fix"}
-_NOT_YET_HINTS = {".limitsize": "bound the relation in its rules instead: a depth column with a condition "
-                                "(p(x, d + 1) :- p(y, d), e(y, x), d < 10.) stops a recursion; "
-                                "n = count : { ... }, n < N keeps the tuples with fewer than N before them"}
+_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -873,7 +868,8 @@ class _Builder(Transformer):
         return (key.value, text)
 
     def io(self, meta, ch):
-        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize"}[ch[0].type]
+        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize",
+                     "LIMITSIZE": "limitsize"}[ch[0].type]
         return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
 
     def plan(self, meta, ch):

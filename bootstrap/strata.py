@@ -127,6 +127,19 @@ def diagnose(program: S.Program) -> list:
     return list(_aggregate_shapes(rules)) + list(_stratification(rules))
 
 
+def limitsize_without_effect(program: S.Program) -> list:
+    """Warnings for `.limitsize R` where no recursion derives R: as in Soufflé, the limit
+    is checked between the rounds of a recursion only, so it changes nothing there."""
+    rules = same_timestep(program)
+    graph = dependency_graph(rules)
+    heads = list(dict.fromkeys(head_of(r) for r in rules))
+    recursive = {n for comp in components(heads, graph) if is_recursive(comp, graph) for n in comp}
+    return [Diagnostic("limitsize", f".limitsize {d.relation} has no effect: no recursion derives {d.relation}",
+                       d.span, ".limitsize", "Soufflé checks a size limit between the rounds of a recursion only, "
+                       "and so does Evita; every tuple of this relation is kept", severity="warning")
+            for d in program.of(S.IODirective) if d.direction == "limitsize" and d.relation not in recursive]
+
+
 def _dedalus(program: S.Program) -> bool:
     return bool(program.of(S.Component)) or any(r.time for r in program.rules)
 

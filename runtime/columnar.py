@@ -798,7 +798,11 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
         return deltas[step.relation] if step.delta else rel.full
 
     iteration = 0
+    limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
     while any(sizes.get(n, 0) for n in looping):
+        # `.limitsize R(n=N)`: stop before a round once R holds N tuples (the engine's `limit_reached`)
+        if any(len(relations[n].full) >= limit for n, limit in limits.items()):
+            break
         iteration += 1
         if iteration > max_iterations:
             raise NoFixpoint(sizes)

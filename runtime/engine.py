@@ -320,7 +320,10 @@ class _Engine:
         return Result(self.df, out, self.stats, time.perf_counter() - start, self.cached, self, self.notes)
 
     def run_stratum(self, st) -> None:
-        if st.local is not None and self.use_local:
+        # a size limit is checked between the rounds of the whole recursion, which
+        # per-partition fixpoints do not have
+        limited = any(self.df.relations[n].limit is not None for n in st.relations)
+        if st.local is not None and self.use_local and not limited:
             from .local import run_local_stratum, supports
             if supports(st, self.df) and run_local_stratum(self, st):
                 return
@@ -754,15 +757,32 @@ class _Engine:
         """Call `iterate` (one semi-naive round; returns the new deltas' sizes) while a
         looping relation gained tuples, within the iteration limit, with stats per round."""
         iteration = 0
+        limits = {n: self.df.relations[n].limit for n in st.relations if self.df.relations[n].limit is not None}
+        totals = {n: sizes.get(n, 0) for n in limits}  # the start: whole relations
         while any(sizes.get(n, 0) for n in looping):
+            if self.limit_reached(st, limits, totals, iteration):
+                return
             iteration += 1
             if iteration > self.max_iterations:
                 self.no_fixpoint(st, sizes)
             t0 = time.perf_counter()
             before = self._actions
             sizes = iterate()
+            for n in limits:  # a set gains its delta; a grouped or keyed relation is counted
+                s = self.df.relations[n]
+                totals[n] = totals[n] + sizes.get(n, 0) if not s.aggregates and s.keys is None else \
+                    self.action(self.frame(self.full[n]).groupBy().count())[0][0]
             self.stats.append(IterationStats(st.index, iteration, self._actions - before, sizes,
                                              time.perf_counter() - t0))
+
+    def limit_reached(self, st: Stratum, limits: dict, totals: dict, rounds: int) -> bool:
+        """Soufflé's `.limitsize R(n=N)`: the recursion stops before a round when R holds
+        N tuples or more; the round that reached N is kept whole."""
+        reached = [n for n, limit in limits.items() if totals[n] >= limit]
+        if reached:
+            self.notes.append(f"stratum {st.index} stopped after {rounds} rounds: " + ", ".join(
+                f"{n} holds {totals[n]} tuples (.limitsize {n}(n={limits[n]}))" for n in reached))
+        return bool(reached)
 
     def run_recursive_sql(self, st: Stratum):
         """The semi-naive loop of a set-valued stratum in SQL mode, with fewer rounds of

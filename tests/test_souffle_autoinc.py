@@ -135,9 +135,3 @@ DECLS = ".decl a(x: number)\n.decl r(x: number, n: number)\n"
 ])
 def test_misuse_is_one_diagnostic_at_the_call(text, expected):
     assert errors(DECLS + text) == [expected]
-
-
-def test_limitsize_is_not_supported_yet_and_says_why_at_the_directive():
-    [(code, line, col, message)] = errors(DECLS + ".limitsize r(n=3)\nr(1, 2).")
-    assert (code, line, col) == ("syntax", 3, 1)
-    assert message.startswith(".limitsize (size limits) is not supported yet: which N tuples Soufflé keeps")
