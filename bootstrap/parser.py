@@ -1213,7 +1213,7 @@ class _Lowering:
         across the program and do not depend on Spark's evaluation order."""
         span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
         terms = [a for a in rule.head.args if not (isinstance(a, Call) and a.func == "autoinc")]
-        body, scanned = _wildcards_named(tuple(self.resolve_literal(b) for b in rule.body))
+        body, scanned = _wildcards_named(tuple(self.resolve_literal(b) for b in rule.body), rule.head.relation)
         if not body:  # a fact `r(1, autoinc()).`: one binding, from a unit fact
             out.append(Fact(Atom(f"{rule.name}_autoinc_unit", (Const(0, INT, span),), span=span), rule.component,
                             span))
@@ -1611,15 +1611,18 @@ def _autoinc_numbered(statements: list) -> list:
     return out
 
 
-def _wildcards_named(body: tuple) -> tuple:
+def _wildcards_named(body: tuple, head: str) -> tuple:
     """`body` with each `_` of a scanned atom (positive, with a variable or constant) as
     a variable `_autoinc_wK`, and those variables: a binding of autoinc()'s rule is a
     tuple of every scanned atom (bootstrap/parser.py, `_autoinc`). An atom of
-    wildcards only is a test that its relation is not empty, as in Soufflé."""
+    wildcards only is a test that its relation is not empty, as in Soufflé, except over
+    the `head` relation itself: there Soufflé tests the tuples new in each round, and
+    numbering each such tuple keeps the recursion going exactly as long as Soufflé's."""
     named: list = []
     out = []
     for lit in body:
-        if isinstance(lit, Atom) and not lit.negated and not all(isinstance(a, Wildcard) for a in lit.args):
+        if isinstance(lit, Atom) and not lit.negated and (lit.relation == head or
+                                                          not all(isinstance(a, Wildcard) for a in lit.args)):
             args = []
             for a in lit.args:
                 if isinstance(a, Wildcard):

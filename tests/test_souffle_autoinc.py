@@ -106,18 +106,22 @@ def test_spark_numbers_as_the_oracle_does_on_both_backends(spark):
     assert runs[0] == runs[1] == runs[2] == {n: expected[n] for n in names}
 
 
-def test_a_recursion_that_never_ends_says_autoinc_is_why(spark):
-    """Soufflé's evaluation of this never ends: each round numbers the new tuple of the
-    cycle. Evita's stops at the iteration limit, at the autoinc() call, and says why."""
+@pytest.mark.parametrize("rule", ["p(y, autoinc()) :- p(x, _), g(x, y).",
+                                  # over its own relation an atom of wildcards is scanned: Soufflé
+                                  # tests each round's new tuples, so this never ends either
+                                  "p(2, autoinc()) :- p(_, _)."])
+def test_a_recursion_that_never_ends_says_autoinc_is_why(spark, rule):
+    """Soufflé's evaluation of these never ends: each round numbers a new tuple. Evita's
+    stops at the iteration limit, at the autoinc() call, and says why."""
     from evita.bootstrap.diagnostics import EvitaError
     from evita.runtime.engine import run
 
     text = (".decl g(x: number, y: number)\n.decl p(x: number, n: number)\ng(1, 2). g(2, 1).\np(1, 0).\n"
-            "p(y, autoinc()) :- p(x, _), g(x, y).\n")
+            + rule + "\n")
     with pytest.raises(EvitaError) as caught:
         run(plan(check_program(parse_program(text, "a.dl"))), spark, max_iterations=12)
     [d] = caught.value.diagnostics
-    assert (d.code, d.span.line, d.span.col) == ("no-fixpoint", 5, 6)
+    assert (d.code, d.span.line, d.span.col) == ("no-fixpoint", 5, rule.index("autoinc") + 1)
     assert "autoinc() gives each new binding of its rule a fresh number" in d.hint
 
 
