@@ -187,9 +187,11 @@ def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
         _print_diagnostic(note.render(program.text), "cyan")
     from .strata import limitsize_without_effect
 
-    for warning in [empty_warning(program)] + limitsize_without_effect(program):
-        if warning is not None:
-            report_warning(warning)
+    warning = empty_warning(program)
+    if warning is not None:
+        report_warning(warning)
+    for warning in limitsize_without_effect(program):  # shown at the directive, with its line
+        _print_diagnostic(warning.render(program.text), "yellow")
     return program
 
 
