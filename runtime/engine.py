@@ -877,6 +877,12 @@ class _Engine:
         full = self.full[s.name]
         if not cand:
             return full.limit(0)
+        if _numbering(s):  # autoinc<*>: new groups only, numbered after every earlier one
+            old = self.single(full)
+            fresh = _group_keys(self.sql_frame(self.union_select(cand, [])), s).distinct()
+            fresh = fresh.join(_group_keys(old, s), list(fresh.columns), "left_anti")
+            numbered = self.numbered(fresh.crossJoin(old.agg(F.count(F.lit(1)).alias("_n"))), s, F.col("_n"))
+            return self.placed(numbered, s)  # numbered in one place, then shipped where located tuples live
         if s.located:  # shipped to where they live first, then compared with what is there
             derived = self.placed(self.sql_frame(self.union_select(cand, [])), s)
             if not s.aggregates and s.keys is None:
@@ -885,13 +891,6 @@ class _Engine:
         elif not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
             return self.sql_frame(exp.except_(self.union_select(cand, []), select_all(self.view(full)),
                                               distinct=True, copy=False))
-        elif _numbering(s):  # autoinc<*>: new groups only, numbered after every earlier one
-            from pyspark.sql import functions as F
-
-            old = self.single(full)
-            fresh = _group_keys(self.sql_frame(self.union_select(cand, [])), s).distinct()
-            fresh = fresh.join(_group_keys(old, s), list(fresh.columns), "left_anti")
-            return self.numbered(fresh.crossJoin(old.agg(F.count(F.lit(1)).alias("_n"))), s, F.col("_n"))
         else:
             new = self.frame(self.combine(s, [], cand))
         if s.aggregates:  # PreM: a new group, or a better value for an old one
