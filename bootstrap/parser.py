@@ -1220,7 +1220,8 @@ class _Lowering:
             self._helper_relation(f"{rule.name}_autoinc_unit", ["unit"])
             body = (Atom(f"{rule.name}_autoinc_unit", (Wildcard(span),), span=span),)
         head_vars = set(_outer_vars(rule.head))
-        extra = sorted(v for v in _bound_by(list(body)) if v not in head_vars and not v.startswith("_"))
+        # every variable, `_y` too (a name, in Soufflé as here), but the wildcards named above
+        extra = sorted(v for v in _bound_by(list(body)) if v not in head_vars and not v.startswith("_autoinc_w"))
         name = f"{rule.name}_autoinc"
         cols = terms + [Var(v, span) for v in extra] + scanned
         n = len(cols)
