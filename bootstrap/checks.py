@@ -272,9 +272,12 @@ def check_aggregates(program: Program) -> Iterator[Diagnostic]:
                 yield Diagnostic("misused-aggregate", f"aggregate {agg.func}<...> must be a whole head argument, "
                                  "not nested in an expression or another aggregate", agg.span, agg.func,
                                  "compute the aggregate in one rule and the expression over it in another")
-            elif agg.arg is None and agg.func != "count":
+            elif agg.arg is None and agg.func not in ("count", "autoinc"):
                 yield Diagnostic("misused-aggregate", f"{agg.func}<*> has nothing to aggregate",
-                                 agg.span, agg.func, "only count<*> takes *; write e.g. min<C>")
+                                 agg.span, agg.func, "only count<*> and autoinc<*> take *; write e.g. min<C>")
+            elif agg.arg is not None and agg.func == "autoinc":  # it numbers groups: no value goes in
+                yield Diagnostic("misused-aggregate", "autoinc<...> numbers the groups and aggregates no value",
+                                 agg.span, agg.func, "write autoinc<*>")
     for r in program.rules:
         if r.delete and any(isinstance(a, Aggregate) for a in r.head.args):
             yield Diagnostic("misused-aggregate", f"delete rule {r.name} cannot aggregate", r.head.span,

@@ -202,9 +202,13 @@ def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     program = check_program(parse_file(path, name))
     for note in qualifier_notes(program) if verbose else ():
         _print_diagnostic(note.render(program.text), "cyan")
+    from .strata import limitsize_without_effect
+
     warning = empty_warning(program)
     if warning is not None:
         report_warning(warning)
+    for warning in limitsize_without_effect(program):  # shown at the directive, with its line
+        _print_diagnostic(warning.render(program.text), "yellow")
     return program
 
 

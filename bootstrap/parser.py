@@ -80,7 +80,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     if pre.includes:
         statements = _spliced(statements, pre.includes, path, text_as_given, _including)
     if not _included:  # an included file's components are expanded with the includer's statements
-        statements = expand_components(statements, text, path)
+        statements = _autoinc_numbered(expand_components(statements, text, path))
     statements = inline_relations(statements)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
@@ -189,7 +189,7 @@ def _unsupported_region(text: str, offset: int):
     directives, a record or ADT type), so that its braces do not cause a cascade of
     errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".functor", ".pragma", ".limitsize")):
+    if rest.startswith((".functor", ".pragma")):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
@@ -365,10 +365,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     directive = re.match(r"\.[A-Za-z_]+", rest)
     if directive and directive.group() not in _DIRECTIVES:
         word = directive.group()
-        what = f"{word} ({_NOT_YET[word]}) is not supported yet{_NOT_YET_WHY.get(word, '')}" if word in _NOT_YET \
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET \
             else f"unknown directive {word}"
         return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
-                          word, _NOT_YET_HINTS.get(word, "supported directives: " + ", ".join(_DIRECTIVES)))
+                          word, "supported directives: " + ", ".join(_DIRECTIVES))
     if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
                                                  text[:offset].rsplit("\n", 1)[-1]):
         what = "record types" if rest[0] == "[" else "algebraic data types"
@@ -386,15 +386,10 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     return None
 
 
-_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".type", ".number_type", ".symbol_type", ".plan",
+_DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".limitsize", ".type", ".number_type", ".symbol_type", ".plan",
                ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
-_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas", ".limitsize": "size limits"}
-_NOT_YET_WHY = {".limitsize": ": which N tuples Soufflé keeps depends on the order it derives them in, "
-                              "which Evita's parallel evaluation does not fix"}
-_NOT_YET_HINTS = {".limitsize": "bound the relation in its rules instead: a depth column with a condition "
-                                "(p(x, d + 1) :- p(y, d), e(y, x), d < 10.) stops a recursion; "
-                                "n = count : { ... }, n < N keeps the tuples with fewer than N before them"}
+_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas"}
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",
@@ -559,7 +554,7 @@ class _Time:
 _CONSTANT_NAMES = {"true": (True, BOOL), "false": (False, BOOL), "null": (None, NULL),
                    "infinity": ("infinity", INFINITY)}
 _AGG_NAMES = {"min": "min", "max": "max", "sum": "sum", "avg": "avg", "mean": "avg",
-              "count": "count", "set": "set", "list": "list"}
+              "count": "count", "set": "set", "list": "list", "autoinc": "autoinc"}
 _DEFINE_TYPES = {"string": "symbol", "integer": "number", "long": "number", "int": "number",
                  "float": "float", "double": "float"}
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
@@ -873,7 +868,8 @@ class _Builder(Transformer):
         return (key.value, text)
 
     def io(self, meta, ch):
-        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize"}[ch[0].type]
+        direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize",
+                     "LIMITSIZE": "limitsize"}[ch[0].type]
         return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
 
     def plan(self, meta, ch):
@@ -973,9 +969,6 @@ class _Lowering:
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
-        self.in_comp = 0  # inside a `.comp` body
-        self.autoinc_next = 0  # the index of the next rule with autoinc(), in source order
-        self.autoinc_stride = 1  # how many rules use autoinc() in the program
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -984,9 +977,6 @@ class _Lowering:
     def run(self, items) -> list:
         items = _flatten(list(items))  # `.decl A, B(...)` is one Declaration per relation
         self._collect_declarations(items)
-        self.autoinc_stride = max(1, sum(len(_expand(i.body)) for i in items if isinstance(i, _Clause)
-                                         and i.body is not None and isinstance(i.head, _RawCall)
-                                         and any(_is_autoinc(a, self.columns) for a in i.head.args)))
         out: list = []
         for item in items:
             self._statement(item, None, out)
@@ -1025,10 +1015,8 @@ class _Lowering:
                 self._statement(s, item.name, out)
         elif isinstance(item, CompDecl):
             body: list = []
-            self.in_comp += 1
             for s in item.body:
                 self._statement(s, component, body)
-            self.in_comp -= 1
             if self.souffle:  # helper relations of its aggregates belong to each instance
                 body = self.declare_helpers(body)
             out.append(replace(item, body=tuple(body)))
@@ -1054,25 +1042,23 @@ class _Lowering:
         return True
 
     def _misplaced_autoinc(self, c: _Clause, component) -> bool:
-        """Report `autoinc()` anywhere but as an argument of a rule's head, outside
-        components (docs/language.md, "autoinc()"), once; the clause is then dropped."""
+        """Report `autoinc()` anywhere but as an argument of a rule's or a fact's head,
+        outside Dedalus components (docs/language.md, "autoinc()"), once; the clause is
+        then dropped."""
         if not self.souffle:
             return False
         calls = [n for n in _raw_nodes(c) if _is_autoinc(n, self.columns)]
         if not calls:
             return False
         allowed = set()
-        if c.body is not None and isinstance(c.head, _RawCall):
+        if isinstance(c.head, _RawCall) and (c.body is not None or not c.words):  # a rule or a fact
             allowed = {id(a) for a in c.head.args}
         for call in calls:
             if call.args:
                 why, hint = "autoinc() takes no arguments", "write autoinc()"
-            elif component is not None or self.in_comp:
-                why, hint = ("autoinc() inside a component is not supported yet",
-                             "write the rule outside the component: each instance would repeat its numbers")
-            elif c.body is None:
-                why, hint = ("autoinc() in a fact is not supported",
-                             "write the number, or a rule with a body: r(x, autoinc()) :- a(x).")
+            elif component is not None:  # a Dedalus component: its rules run at every timestep
+                why, hint = ("autoinc() in a Dedalus component is not supported",
+                             "number the relation in a rule outside the component")
             elif id(call) not in allowed:
                 why, hint = ("autoinc() is supported only as an argument of a rule's head",
                              "write r(x, autoinc()) :- ..., not n = autoinc() or autoinc() + 1")
@@ -1118,6 +1104,9 @@ class _Lowering:
         elif c.body is None and words != ["query"] and isinstance(c.head, _RawCall) \
                 and any(self._is_range_call(n) for n in _raw_nodes(c.head.args)):
             c = replace(c, body=[])  # `n(range(0, 3)).`: a rule whose range makes its body
+        elif c.body is None and not words and self.souffle and isinstance(c.head, _RawCall) \
+                and any(_is_autoinc(a, self.columns) for a in c.head.args):
+            c = replace(c, body=[])  # `r(1, autoinc()).`: a rule with one binding (`_autoinc`)
         if c.body is None:
             if words == ["query"]:
                 out.append(Query(self._head(c, "a query"), c.span))
@@ -1210,48 +1199,45 @@ class _Lowering:
 
     # -- rules
     def _autoinc(self, rule: Rule, out) -> Rule:
-        """`H(.., autoinc(), ..) :- BODY.` as a helper relation of the rule's distinct
-        bindings and a rank (docs/language.md, "autoinc()"):
-            R_autoinc(t.., v.., 0) :- BODY.          t: H's other arguments, v: BODY's other variables
-            R: H(.., n, ..) :- R_autoinc(x.., y.., _),
-                               n = (#bindings lexicographically before (x.., y..)) * K + i.
-        K is the number of rules with autoinc() in the program, i this rule's index among
-        them in source order: numbers are unique across the program and do not depend on
-        evaluation order. The count is one head aggregate `R_autoinc_rank(x.., count<*>)`
-        fed by a rule per column (the bindings equal before it, smaller on it) and one
-        that counts the binding itself, so that no group is empty."""
+        """`H(.., autoinc(), ..) :- BODY.` as a helper relation that numbers the rule's
+        distinct bindings, and the rule reading the numbers (docs/language.md, "autoinc()"):
+            R_autoinc(t.., v.., w.., autoinc<*>) :- BODY.
+            R: H(.., n, ..) :- R_autoinc(x.., y.., z.., k), n := k * K + i.
+        t: H's other arguments, v: BODY's other variables (in name order), w: a variable
+        for each `_` of an atom BODY scans (one with a variable or constant), since
+        Soufflé evaluates autoinc() once per tuple it scans. autoinc<*> gives the
+        bindings present at the start 0, 1, ... in ascending order and, inside recursion,
+        each round's new bindings the numbers after all earlier ones. K is the number of
+        rules with autoinc() in the program, i this rule's index among them in source
+        order (`_autoinc_numbered`, after components are expanded): numbers are unique
+        across the program and do not depend on Spark's evaluation order."""
         span = next(a.span for a in rule.head.args if isinstance(a, Call) and a.func == "autoinc")
-        index = self.autoinc_next
-        self.autoinc_next += 1
         terms = [a for a in rule.head.args if not (isinstance(a, Call) and a.func == "autoinc")]
+        body, scanned = _wildcards_named(tuple(self.resolve_literal(b) for b in rule.body), rule.head.relation)
+        if not body:  # a fact `r(1, autoinc()).`: one binding, from a unit fact
+            out.append(Fact(Atom(f"{rule.name}_autoinc_unit", (Const(0, INT, span),), span=span), rule.component,
+                            span))
+            self._helper_relation(f"{rule.name}_autoinc_unit", ["unit"])
+            body = (Atom(f"{rule.name}_autoinc_unit", (Wildcard(span),), span=span),)
         head_vars = set(_outer_vars(rule.head))
-        extra = sorted(v for v in _bound_by(list(rule.body)) if v not in head_vars and not v.startswith("_"))
+        # every variable, `_y` too (a name, in Soufflé as here), but the wildcards named above
+        extra = sorted(v for v in _bound_by(list(body)) if v not in head_vars and not v.startswith("_autoinc_w"))
         name = f"{rule.name}_autoinc"
-        cols = terms + [Var(v, span) for v in extra]
+        cols = terms + [Var(v, span) for v in extra] + scanned
         n = len(cols)
-        self._rule(Rule(name, Atom(name, tuple(cols) + (Const(0, INT, span),), span=span), rule.body,
+        self._rule(Rule(name, Atom(name, tuple(cols) + (Aggregate("autoinc", None, span),), span=span), body,
                         False, None, rule.component, span), out)
-        self._helper_relation(name, [f"c{j}" for j in range(n)] + ["unit"])
+        self._helper_relation(name, [f"c{j}" for j in range(n)] + ["number"])
         mine = [Var(f"_ai{j}", span) for j in range(n)]
-        theirs = [Var(f"_aj{j}", span) for j in range(n)]
-        rank = f"{name}_rank"  # (binding.., 1 + how many bindings sort before it)
-        head = Atom(rank, tuple(mine) + (Aggregate("count", None, span),), span=span)
-        mine_atom = Atom(name, tuple(mine) + (Wildcard(span),), span=span)
-        theirs_atom = Atom(name, tuple(theirs) + (Wildcard(span),), span=span)
-        self._rule(Rule(rank, head, (mine_atom,), False, None, rule.component, span), out)  # itself: never empty
-        for j in range(n):  # the bindings equal on the columns before j and smaller on column j
-            conds = [BinOp("==", theirs[m], mine[m], span) for m in range(j)] + [BinOp("<", theirs[j], mine[j], span)]
-            self._rule(Rule(f"{rank}{j + 2}", head, (mine_atom, theirs_atom) + tuple(Select(c, span) for c in conds),
-                            False, None, rule.component, span), out)
-        self._helper_relation(rank, [f"c{j}" for j in range(n)] + ["rank"])
-        counted = Var("_autoinc_count", span)
-        value = Call("as", (BinOp("+", BinOp("*", BinOp("-", counted, Const(1, INT, span), span),
-                                             Const(self.autoinc_stride, INT, span), span),
-                                  Const(index, INT, span), span), Const("number", STRING, span)), span)  # for the checks
+        counted = Var("_autoinc_k", span)
+        # K and i are set once the whole program is known (`_autoinc_numbered`); `as`
+        # tells the checks the result is a number
+        value = Call("as", (BinOp("+", BinOp("*", counted, Const(1, INT, span), span), Const(0, INT, span), span),
+                            Const("number", STRING, span)), span)
         result = Var("_autoinc", span)
         it = iter(mine)
         args = tuple(result if isinstance(a, Call) and a.func == "autoinc" else next(it) for a in rule.head.args)
-        body = (Atom(rank, tuple(mine) + (counted,), span=span), Assign(result, value, span))
+        body = (Atom(name, tuple(mine) + (counted,), span=span), Assign(result, value, span))
         return replace(rule, head=replace(rule.head, args=args), body=body)
 
     def _rule(self, rule: Rule, out):
@@ -1597,6 +1583,56 @@ def _equated(lit):
         if isinstance(lit.expr.right, Var):
             return lit.expr.right.name, lit.expr.left
     return None
+
+
+def _autoinc_numbered(statements: list) -> list:
+    """Each rule reading autoinc() numbers (`_Lowering._autoinc`: `_autoinc := as(_autoinc_k
+    * K + i, number)`) with K the number of such rules in the whole program and i its
+    index among them, in order: done once components are expanded and included files
+    spliced in, so that each instance of a component and each file gets numbers of its
+    own, unique across the program as Soufflé's one counter gives them."""
+    def numbering(rule) -> Optional[int]:
+        for n, lit in enumerate(rule.body):
+            if isinstance(lit, Assign) and lit.var.name == "_autoinc" and isinstance(lit.expr, Call) \
+                    and lit.expr.func == "as" and isinstance(lit.expr.args[0], BinOp):
+                return n
+        return None
+
+    found = [(k, n) for k, st in enumerate(statements) if isinstance(st, Rule)
+             for n in [numbering(st)] if n is not None]
+    out = list(statements)
+    for index, (k, n) in enumerate(found):
+        rule = out[k]
+        lit = rule.body[n]
+        plus = lit.expr.args[0]  # (k * K) + i
+        times = replace(plus.left, right=replace(plus.left.right, value=len(found)))
+        expr = replace(lit.expr, args=(replace(plus, left=times, right=replace(plus.right, value=index)),)
+                       + lit.expr.args[1:])
+        out[k] = replace(rule, body=rule.body[:n] + (replace(lit, expr=expr),) + rule.body[n + 1:])
+    return out
+
+
+def _wildcards_named(body: tuple, head: str) -> tuple:
+    """`body` with each `_` of a scanned atom (positive, with a variable or constant) as
+    a variable `_autoinc_wK`, and those variables: a binding of autoinc()'s rule is a
+    tuple of every scanned atom (bootstrap/parser.py, `_autoinc`). An atom of
+    wildcards only is a test that its relation is not empty, as in Soufflé, except over
+    the `head` relation itself: there Soufflé tests the tuples new in each round, and
+    numbering each such tuple keeps the recursion going exactly as long as Soufflé's."""
+    named: list = []
+    out = []
+    for lit in body:
+        if isinstance(lit, Atom) and not lit.negated and (lit.relation == head or
+                                                          not all(isinstance(a, Wildcard) for a in lit.args)):
+            args = []
+            for a in lit.args:
+                if isinstance(a, Wildcard):
+                    a = Var(f"_autoinc_w{len(named) + 1}", a.span)
+                    named.append(a)
+                args.append(a)
+            lit = replace(lit, args=tuple(args))
+        out.append(lit)
+    return tuple(out), named
 
 
 def _bound_by(body) -> set:

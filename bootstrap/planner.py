@@ -28,6 +28,7 @@ from ..runtime.dataflow import (
     DELETION_SUFFIX, Aggregation, Dataflow, LocalPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
     term_text,
 )
+from ..runtime.inputs import size_limits
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError
@@ -98,10 +99,15 @@ class _Planner:
         for i, comp in enumerate(sccs):  # dependencies come first
             deps = [scc_of[b] for h in comp for (b, _, _) in graph.get(h, ()) if b in scc_of and scc_of[b] != i]
             level[i] = 1 + max((level[d] for d in deps), default=-1)
+        # A recursion with a size limit stops as a whole when it is reached: a stratum of
+        # its own, so that the SCCs that share its level run on.
+        limited = {i for i, comp in enumerate(sccs) if G.is_recursive(comp, graph)
+                   and any(relations[n].limit is not None for n in comp)}
         order = list(relations)
         strata = []
-        for lv in sorted(set(level.values())):
-            members = sorted((n for i, comp in enumerate(sccs) if level[i] == lv for n in comp), key=order.index)
+        for lv, alone in sorted({(lv, i if i in limited else -1) for i, lv in level.items()}):
+            members = sorted((n for i, comp in enumerate(sccs) if level[i] == lv and (i == alone or alone < 0
+                              and i not in limited) for n in comp), key=order.index)
             recursive = any(G.is_recursive(sccs[scc_of[n]], graph) for n in members)
             strata.append(self.stratum(len(strata), members, recursive, heads, relations))
         for st in strata:
@@ -149,6 +155,7 @@ class _Planner:
                 self.fail("unknown-relation", f".{direction} names {rel}, which no declaration, fact or rule "
                           "mentions", S.NOWHERE, rel, f"declare it: .decl {rel}(...)")
         derived = {r.head.relation for r in rules if not r.delete}
+        limits = size_limits(prog)
         type_system = TypeSystem.of(prog)
         out: dict = {}
         for name, n in arity.items():
@@ -164,7 +171,8 @@ class _Planner:
                                 broadcast=self.distribution.get(name) in ("broadcast", "replicated"),
                                 located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
-                                input=("input", name) in io, output=("output", name) in io)
+                                input=("input", name) in io, output=("output", name) in io,
+                                limit=limits.get(name))
         for r in rules:
             if r.delete:
                 base = out[r.head.relation]

@@ -24,8 +24,10 @@ from ..runtime.dataflow import deletion_relation, term_text
 from . import syntax as S
 from .diagnostics import Diagnostic
 
-AUTOINC_SUFFIX = "_autoinc"  # the helper relation of a rule with autoinc() (bootstrap/parser.py)
 PREMAPPABLE = ("min", "max")  # aggregates that may sit inside recursion (PreM, seed 003)
+# ... and autoinc<*>: a group keeps the number it is first given, so recursion only adds
+# groups (Soufflé's autoinc() inside recursion, bootstrap/parser.py)
+IN_RECURSION = PREMAPPABLE + S.NUMBERING
 WRITES = ("sys::", "stage::")
 
 
@@ -125,6 +127,19 @@ def diagnose(program: S.Program) -> list:
     return list(_aggregate_shapes(rules)) + list(_stratification(rules))
 
 
+def limitsize_without_effect(program: S.Program) -> list:
+    """Warnings for `.limitsize R` where no recursion derives R: as in Soufflé, the limit
+    is checked between the rounds of a recursion only, so it changes nothing there."""
+    rules = same_timestep(program)
+    graph = dependency_graph(rules)
+    heads = list(dict.fromkeys(head_of(r) for r in rules))
+    recursive = {n for comp in components(heads, graph) if is_recursive(comp, graph) for n in comp}
+    return [Diagnostic("limitsize", f".limitsize {d.relation} has no effect: no recursion derives {d.relation}",
+                       d.span, ".limitsize", "Soufflé checks a size limit between the rounds of a recursion only, "
+                       "and so does Evita; every tuple of this relation is kept", severity="warning")
+            for d in program.of(S.IODirective) if d.direction == "limitsize" and d.relation not in recursive]
+
+
 def _dedalus(program: S.Program) -> bool:
     return bool(program.of(S.Component)) or any(r.time for r in program.rules)
 
@@ -175,28 +190,18 @@ def _stratification(rules: list) -> Iterator[Diagnostic]:
     heads = list(dict.fromkeys(head_of(r) for r in rules))
     for comp in components(heads, graph):
         members = set(comp)
-        lowered = [r for r in rules if head_of(r) in members and r.name == head_of(r)
-                   and r.name.endswith(AUTOINC_SUFFIX)]
-        if lowered and is_recursive(comp, graph):  # autoinc()'s rank (bootstrap/parser.py) inside recursion
-            rule = lowered[0]
-            yield Diagnostic("unstratifiable", "autoinc() in a recursive rule is not supported",
-                             rule.span, "autoinc",
-                             "Evita numbers a rule's bindings in sorted order once they are all known, "
-                             "which recursion never settles; number the relation in a later stratum: "
-                             "q(x, autoinc()) :- p(x).")
-            continue
         for head in comp:
             for body, label, (rule, atom) in graph.get(head, ()):
                 if body not in members or label == "pos":
                     continue
-                if label in PREMAPPABLE and len(shapes.get(head, ())) == 1:
+                if label in IN_RECURSION and len(shapes.get(head, ())) == 1:
                     continue
-                if label in PREMAPPABLE:
+                if label in IN_RECURSION:
                     why = "more than one aggregate column inside recursion"
                 elif label == "neg":
                     why = f"negation of {body}"
                 else:
-                    why = f"the {label} aggregate (only min and max may sit inside recursion)"
+                    why = f"the {label} aggregate (only min, max and autoinc may sit inside recursion)"
                 cycle = _cycle(head, body, graph, members)
                 where = "; ".join(f"{a} -> {b} in rule {r.name} at {r.span}" for a, b, r in cycle)
                 names = " -> ".join([c[0] for c in cycle] + [cycle[0][0]])

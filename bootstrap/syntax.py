@@ -100,7 +100,7 @@ class ListExpr:
 @dataclass(frozen=True)
 class Aggregate:
     """A head aggregate: `min<C>`, `a_min<C>`, `count<*>`; `arg` is None for `<*>`."""
-    func: str  # normalized: count sum min max avg set list
+    func: str  # normalized: count sum min max avg set list autoinc
     arg: object
     span: Span = _span()
 
@@ -110,7 +110,10 @@ Term = Union[Var, Wildcard, Const, Call, BinOp, UnOp, Cond, ListExpr, Aggregate]
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 ARITHMETIC = ("+", "-", "*", "/", "%")
 BOOLEAN = ("&&", "||")
-AGGREGATES = ("count", "sum", "min", "max", "avg", "set", "list")
+AGGREGATES = ("count", "sum", "min", "max", "avg", "set", "list", "autoinc")
+# autoinc<*> numbers the groups (docs/language.md, "Aggregates"): it may sit inside
+# recursion, where a group keeps the number it was first given
+NUMBERING = ("autoinc",)
 
 
 # ---------------------------------------------------------------- atoms and body literals

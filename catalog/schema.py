@@ -262,18 +262,18 @@ TABLES = (
         ("predicate", STRING, "predicate id of the queried atom"),
         _LINE, _COL,
     ], ["id"], order=["program", "pos"]),
-    _t("io", "Soufflé `.input` / `.output` / `.printsize` directives; a relation may have several "
+    _t("io", "Soufflé `.input` / `.output` / `.printsize` / `.limitsize` directives; a relation may have several "
        "(`.output` to two files).", [
         ("program", STRING, "program id"),
         ("relation", STRING, "relation name"),
-        ("direction", STRING, "'input', 'output' or 'printsize'"),
+        ("direction", STRING, "'input', 'output', 'printsize' or 'limitsize'"),
         ("pos", INT, "statement ordinal"),
         _LINE, _COL,
     ], ["program", "pos"], order=["program", "pos"]),
     _t("io_param", "Parameters of I/O directives (`filename=\"x\"`), one row each.", [
         ("program", STRING, "program id"),
         ("relation", STRING, "relation name"),
-        ("direction", STRING, "'input', 'output' or 'printsize'"),
+        ("direction", STRING, "'input', 'output', 'printsize' or 'limitsize'"),
         ("key", STRING, "parameter name"),
         ("value", STRING, "parameter value"),
         ("seq", INT, "0-based position in the parameter list"),

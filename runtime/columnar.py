@@ -66,7 +66,8 @@ _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "si
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
                # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
-               "set": lambda v: tuple(sorted(set(v.dropna()))), "list": lambda v: tuple(sorted(v.dropna()))}
+               "set": lambda v: tuple(sorted(set(v.dropna()))), "list": lambda v: tuple(sorted(v.dropna())),
+               "autoinc": None}  # numbers the groups: `_numbered`
 
 
 class Unsupported(Exception):
@@ -595,11 +596,32 @@ def combine(s: Storage, frames: list):
     if not frames:
         return pd.DataFrame({c: [] for c in _columns(s.arity)})
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if any(a.func in S.NUMBERING for a in s.aggregates):
+        return _numbered(s, df, 0)
     if s.aggregates:
         return _grouped(s, df)
     if s.keys is not None:
         return _one_per_key(s, df)
     return df.drop_duplicates(ignore_index=True)
+
+
+def _numbered(s: Storage, df, offset: int, old=None):
+    """autoinc<*> (the engine's `numbered`): the distinct groups of `df` that `old` does
+    not hold, numbered offset, offset + 1, ... in ascending order of their columns."""
+    import numpy as np
+    import pandas as pd
+
+    keys = [f"c{i}" for i in s.group_columns]
+    column = f"c{s.aggregates[0].column}"
+    if not keys:  # one group, the empty tuple
+        fresh = pd.DataFrame(index=range(1 if len(df) and (old is None or not len(old)) else 0))
+    else:
+        fresh = df[keys].drop_duplicates()
+        if old is not None:
+            fresh = _anti(fresh, old, keys)
+        fresh = fresh.sort_values(keys, kind="stable").reset_index(drop=True)
+    fresh[column] = np.arange(offset, offset + len(fresh), dtype=np.int64)
+    return fresh[_columns(s.arity)]
 
 
 def _grouped(s: Storage, df):
@@ -649,6 +671,11 @@ class Relation:
         s = self.s
         if self.seen is not None:  # sets: what was not there before
             delta = self.seen.add_new(cand)
+            if len(delta):
+                self.full = pd.concat([self.full, delta], ignore_index=True) if len(self.full) else delta
+            return delta
+        if any(a.func in S.NUMBERING for a in s.aggregates):  # new groups, after every earlier number
+            delta = _numbered(s, cand, len(self.full), self.full)
             if len(delta):
                 self.full = pd.concat([self.full, delta], ignore_index=True) if len(self.full) else delta
             return delta
@@ -775,7 +802,11 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
         return deltas[step.relation] if step.delta else rel.full
 
     iteration = 0
+    limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
     while any(sizes.get(n, 0) for n in looping):
+        # `.limitsize R(n=N)`: stop before a round once R holds N tuples (the engine's `limit_reached`)
+        if any(len(relations[n].full) >= limit for n, limit in limits.items()):
+            break
         iteration += 1
         if iteration > max_iterations:
             raise NoFixpoint(sizes)

@@ -55,6 +55,9 @@ class Storage:
     input: bool = False  # .input: read from outside
     output: bool = False  # .output: written out
     stratum: Optional[int] = None  # stratum that derives it; None for base relations
+    # Soufflé's `.limitsize R(n=N)`: the recursion deriving it stops at the end of the
+    # first round after which it holds N tuples or more (its stratum is its SCC alone)
+    limit: Optional[int] = None
 
     @property
     def location(self) -> Optional[int]:
@@ -208,6 +211,8 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"keys{_cols(s.keys)}")
     for a in s.aggregates:
         attrs.append(f"{a.func}<#{a.column}>" + (" premappable" if a.premappable else ""))
+    if s.limit is not None:
+        attrs.append(f"limit {s.limit}")
     if s.located:
         attrs.append(f"located{_cols(s.partition)}")
     elif s.partition:

@@ -339,7 +339,10 @@ class _Engine:
             progress.iteration(stat.iteration, stat.deltas, stat.mode)
 
     def run_stratum(self, st) -> None:
-        if st.local is not None and self.use_local:
+        # a size limit is checked between the rounds of the whole recursion, which
+        # per-partition fixpoints do not have
+        limited = any(self.df.relations[n].limit is not None for n in st.relations)
+        if st.local is not None and self.use_local and not limited:
             from .local import run_local_stratum, supports
             if supports(st, self.df) and run_local_stratum(self, st):
                 return
@@ -631,6 +634,8 @@ class _Engine:
             return self.define(_empty_select(s)) if self.sql_mode else empty_frame(self.spark, s)
         union = self.union_select(selects, frames)
         if self.sql_mode:
+            if _numbering(s):
+                return self.define(_numbered_select(union, s))
             if s.aggregates:
                 return self.define(_grouped_select(union, s))
             if s.keys is not None:
@@ -644,6 +649,8 @@ class _Engine:
     def group(self, df, s: Storage):
         from pyspark.sql import functions as F
 
+        if _numbering(s):
+            return self.numbered(_group_keys(df, s).distinct(), s, F.lit(0))
         aggs = {a.column: a.func for a in s.aggregates}
         groups = [f"c{i}" for i in s.group_columns]
         exprs = []
@@ -656,6 +663,20 @@ class _Engine:
         # no group columns: group on a constant, so that no valuations give no tuple
         grouped = self.single(df).groupBy(*(groups or [F.lit(0).alias("_g")])).agg(*exprs)
         return grouped.select(*[f"c{i}" for i in range(s.arity)])
+
+    def numbered(self, groups, s: Storage, offset):
+        """autoinc<*>: distinct `groups` numbered offset, offset + 1, ... in ascending
+        order of their columns (docs/language.md, "Aggregates"). One window over all of
+        them: a sort in one task, the price of numbers that do not depend on Spark's
+        partitioning."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keys = [f"c{i}" for i in s.group_columns]
+        order = Window.orderBy(*keys) if keys else Window.orderBy(F.lit(0))
+        column = s.aggregates[0].column
+        number = (F.row_number().over(order) - 1 + offset).cast("bigint").alias(f"c{column}")
+        return self.single(groups).select(*[number if i == column else F.col(f"c{i}") for i in range(s.arity)])
 
     def one_per_key(self, df, s: Storage):
         from pyspark.sql import functions as F
@@ -757,15 +778,32 @@ class _Engine:
         """Call `iterate` (one semi-naive round; returns the new deltas' sizes) while a
         looping relation gained tuples, within the iteration limit, with stats per round."""
         iteration = 0
+        limits = {n: self.df.relations[n].limit for n in st.relations if self.df.relations[n].limit is not None}
+        totals = {n: sizes.get(n, 0) for n in limits}  # the start: whole relations
         while any(sizes.get(n, 0) for n in looping):
+            if self.limit_reached(st, limits, totals, iteration):
+                return
             iteration += 1
             if iteration > self.max_iterations:
                 self.no_fixpoint(st, sizes)
             t0 = time.perf_counter()
             before = self._actions
             sizes = iterate()
+            for n in limits:  # a set gains its delta; a grouped or keyed relation is counted
+                s = self.df.relations[n]
+                totals[n] = totals[n] + sizes.get(n, 0) if not s.aggregates and s.keys is None else \
+                    self.action(self.frame(self.full[n]).groupBy().count())[0][0]
             self.record(IterationStats(st.index, iteration, self._actions - before, sizes,
                                        time.perf_counter() - t0))
+
+    def limit_reached(self, st: Stratum, limits: dict, totals: dict, rounds: int) -> bool:
+        """Soufflé's `.limitsize R(n=N)`: the recursion stops before a round when R holds
+        N tuples or more; the round that reached N is kept whole."""
+        reached = [n for n, limit in limits.items() if totals[n] >= limit]
+        if reached:
+            self.notes.append(f"stratum {st.index} stopped after {rounds} rounds: " + ", ".join(
+                f"{n} holds {totals[n]} tuples (.limitsize {n}(n={limits[n]}))" for n in reached))
+        return bool(reached)
 
     def run_recursive_sql(self, st: Stratum):
         """The semi-naive loop of a set-valued stratum in SQL mode, with fewer rounds of
@@ -860,6 +898,12 @@ class _Engine:
         full = self.full[s.name]
         if not cand:
             return full.limit(0)
+        if _numbering(s):  # autoinc<*>: new groups only, numbered after every earlier one
+            old = self.single(full)
+            fresh = _group_keys(self.sql_frame(self.union_select(cand, [])), s).distinct()
+            fresh = fresh.join(_group_keys(old, s), list(fresh.columns), "left_anti")
+            numbered = self.numbered(fresh.crossJoin(old.agg(F.count(F.lit(1)).alias("_n"))), s, F.col("_n"))
+            return self.placed(numbered, s)  # numbered in one place, then shipped where located tuples live
         if s.located:  # shipped to where they live first, then compared with what is there
             derived = self.placed(self.sql_frame(self.union_select(cand, [])), s)
             if not s.aggregates and s.keys is None:
@@ -888,16 +932,24 @@ class _Engine:
 
     def no_fixpoint(self, st: Stratum, sizes: dict):
         growing = [n for n, v in sizes.items() if v]
-        rule = next((r for r in st.delta_rules if r.head in growing), None)
+        # autoinc(): its numbers make every tuple new, so a rule of it is the likelier cause
+        numbering = [n for n in st.relations if _numbering(self.df.relations[n])]
+        rule = next((r for r in st.delta_rules if r.head in numbering), None) or \
+            next((r for r in st.delta_rules if r.head in growing), None)
         span = rule.span if rule else S.NOWHERE
+        hint = ("a rule may build ever new values (unbounded arithmetic, growing lists); bound it, "
+                "or raise the limit with --max-iterations")
+        if numbering:
+            hint = ("autoinc() gives each new binding of its rule a fresh number, so the tuples it derives are "
+                    "always new, and a recursion that reads them back ends only when no new binding comes (Soufflé's "
+                    "does not end either); bound it with a condition (x < 100), or number the relation in a later "
+                    "stratum: q(x, autoinc()) :- p(x).")
         raise EvitaError([Diagnostic(
             "no-fixpoint",
             f"stratum {st.index} did not reach a fixpoint within {self.max_iterations} iterations: "
             + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing)
             + (f" (rule {rule.rule}" + (f", as {rule.name}" if rule.name != rule.rule else "") + ")" if rule else ""),
-            span, growing[0] if growing else "",
-            "a rule may build ever new values (unbounded arithmetic, growing lists); bound it, "
-            "or raise the limit with --max-iterations")])
+            span, "autoinc" if numbering else growing[0] if growing else "", hint)])
 
     # ------------------------------------------------------------ end of the timestep
 
@@ -925,6 +977,30 @@ def _distinct_select(union):
 
 _SQL_AGGREGATES = {"count": "count({})", "sum": "sum({})", "min": "min({})", "max": "max({})", "avg": "avg({})",
                    "set": "array_sort(array_distinct(collect_list({})))", "list": "array_sort(collect_list({}))"}
+
+
+def _numbering(s: Storage) -> bool:
+    return any(a.func in S.NUMBERING for a in s.aggregates)
+
+
+def _group_keys(df, s: Storage):
+    """The group columns of `df`; a constant column when there are none (one group)."""
+    from pyspark.sql import functions as F
+
+    return df.select(*([f"c{i}" for i in s.group_columns] or [F.lit(0).alias("_g")]))
+
+
+def _numbered_select(union, s: Storage):
+    """`Engine.numbered` in SQL, from 0: the distinct groups, each with its rank."""
+    from sqlglot import exp
+
+    keys = [f"c{i}" for i in s.group_columns]
+    column = s.aggregates[0].column
+    distinct = exp.select(*(keys or ["0 AS _g"]), copy=False).from_(_subquery(union), copy=False).distinct(copy=False)
+    number = exp.maybe_parse(f"CAST(row_number() OVER (ORDER BY {', '.join(keys) or '_g'}) - 1 AS BIGINT)",
+                             dialect=DIALECT)
+    cols = [exp.alias_(number, f"c{i}") if i == column else exp.column(f"c{i}") for i in range(s.arity)]
+    return exp.select(*cols, copy=False).from_(_subquery(distinct, "d"), copy=False)
 
 
 def _grouped_select(union, s: Storage):

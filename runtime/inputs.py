@@ -13,6 +13,7 @@ overrides it for one relation; its format follows the suffix (.csv, .tsv/.facts/
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -25,7 +26,8 @@ COMMAND_LINE = S.Span("<command line>", 0, 0)
 # The parameters Evita reads, per direction (Soufflé's names and meanings).
 IO_PARAMS = {"input": ("IO", "filename", "delimiter", "headers", "rfc4180"),
              "output": ("IO", "filename", "delimiter", "headers"),
-             "printsize": ()}
+             "printsize": (),
+             "limitsize": ("n",)}
 # Soufflé's parameters and IO kinds Evita knows of but does not implement yet.
 NOT_YET_PARAMS = {"compress": "compressed files", "columns": "reading some columns only",
                   "attributeNames": "column names in a header", "dbname": "SQLite", "params": "JSON parameters",
@@ -69,11 +71,12 @@ def input_directives(program: S.Program) -> dict:
 
 
 def check_io_params(program: S.Program) -> list:
-    """Diagnostics for `.input`/`.output`/`.printsize` parameters that would be ignored or
-    cannot work, each at the parameter: a parameter that changes how a file reads or
-    writes must never be dropped silently."""
+    """Diagnostics for `.input`/`.output`/`.printsize`/`.limitsize` parameters that would
+    be ignored or cannot work, each at the parameter: a parameter that changes how a file
+    reads or writes, or where a recursion stops, must never be dropped silently."""
     out = []
     inputs_seen: dict = {}
+    limits_seen: dict = {}
     for d in program.of(S.IODirective):
         def bad(key, message, hint, text=None):
             out.append(Diagnostic("io-param", f".{d.direction} {d.relation}: {message}", _at_text(program, d, key),
@@ -103,7 +106,25 @@ def check_io_params(program: S.Program) -> list:
                                       _at_relation(program, d), d.relation,
                                       "read one file per relation; several .output of one relation are fine"))
             inputs_seen.setdefault(d.relation, d.span)
+        if d.direction == "limitsize":
+            if "n" not in params:
+                out.append(Diagnostic("io-param", f".limitsize {d.relation}: the size limit n= is missing",
+                                      _at_relation(program, d), d.relation, f"write .limitsize {d.relation}(n=100)"))
+            elif not re.fullmatch(r"[0-9]+", str(params["n"]).strip()):
+                out.append(Diagnostic("io-param", f".limitsize {d.relation}: n={params['n']} is not a number of "
+                                      "tuples", _at_text(program, d, "n="), "n", "write a whole number: n=100"))
+            if d.relation in limits_seen:
+                out.append(Diagnostic("io-param", f".limitsize {d.relation}: a second size limit (the first is at "
+                                      f"line {limits_seen[d.relation].line})", _at_relation(program, d), d.relation,
+                                      "give each relation one .limitsize"))
+            limits_seen.setdefault(d.relation, d.span)
     return out
+
+
+def size_limits(program: S.Program) -> dict:
+    """relation -> N of its `.limitsize R(n=N)` (checked by `check_io_params`)."""
+    return {d.relation: int(str(dict(d.params)["n"]).strip()) for d in program.of(S.IODirective)
+            if d.direction == "limitsize" and re.fullmatch(r"[0-9]+", str(dict(d.params).get("n", "")).strip())}
 
 
 def output_files(program: S.Program, directory: str, outputs=None) -> list:
@@ -194,7 +215,8 @@ def _at_text(program: S.Program, d: S.IODirective, text: str) -> S.Span:
     """The span of `text` (a parameter's name) in the directive, else the relation's name."""
     lines = program.text.splitlines()
     line = lines[d.span.line - 1] if 0 < d.span.line <= len(lines) else ""
-    at = line.find(text, d.span.col - 1) if text else -1
+    params = line.find("(", d.span.col - 1)  # in the parameters: `m` of `.limitsize p(m=3)`, not of `.limitsize`
+    at = line.find(text, params if params >= 0 else d.span.col - 1) if text else -1
     return S.Span(d.span.file, d.span.line, at + 1, d.span.line, at + 1 + len(text)) if at >= 0 \
         else _at_relation(program, d)
 

@@ -89,7 +89,7 @@ def _stratify(rules: list) -> dict:
                 if isinstance(lit, S.Atom) and lit.relation in heads:
                     # min/max may stay inside recursion (PreM); any other edge through an
                     # aggregate or a negation must go up a stratum
-                    premappable = aggs and all(f in ("min", "max") for f in aggs) and same_scc(h, lit.relation)
+                    premappable = aggs and all(f in ("min", "max", "autoinc") for f in aggs) and same_scc(h, lit.relation)
                     strict = lit.negated or (aggs and not premappable)
                     need = level[lit.relation] + (1 if strict else 0)
                     if level[h] < need:
@@ -134,6 +134,8 @@ def _aggregate(rows: list, agg: list, old: set) -> set:
     """Group body valuations; for min/max the old tuples take part too (PreM keeps the best)."""
     positions = {i for i, _ in agg}
     funcs = dict((i, a.func) for i, a in agg)
+    if "autoinc" in funcs.values():
+        return _numbered(rows, next(iter(positions)), old)
     groups: dict = defaultdict(list)
     for row in rows:
         groups[tuple(v for i, v in enumerate(row) if i not in positions)].append(row)
@@ -151,6 +153,20 @@ def _aggregate(rows: list, agg: list, old: set) -> set:
             else:
                 row.append(next(it))
         out.add(tuple(row))
+    return out
+
+
+def _numbered(rows: list, column: int, old: set) -> set:
+    """autoinc<*>: the groups `old` lacks, numbered after its tuples in ascending order;
+    old groups keep their numbers."""
+    def key(row):
+        return tuple(v for i, v in enumerate(row) if i != column)
+
+    known = {key(row) for row in old}
+    fresh = sorted({key(row) for row in rows} - known)
+    out = set(old)
+    for n, k in enumerate(fresh, start=len(old)):
+        out.add(k[:column] + (n,) + k[column:])
     return out
 
 

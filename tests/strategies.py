@@ -25,7 +25,7 @@ from evita.catalog import schema
 
 RESERVED = {"delete", "query", "notin", "delta", "materialize", "define", "component", "keys",
             "true", "false", "null", "infinity", "count", "sum", "min", "max", "avg", "mean",
-            "set", "list"}
+            "set", "list", "autoinc"}
 
 VARS = st.sampled_from(["X", "Y", "Z", "Src", "Dst", "N", "C1", "x", "y", "p_2"])
 FUNCS = st.sampled_from(["f_cons", "f_size", "f_now", "cat", "strlen", "pow", "g"])

@@ -29,7 +29,8 @@ PROGRAMS = [p.read_text() for p in sorted(EXAMPLES.glob("*.olg")) + sorted(EXAMP
 # Pieces of Overlog and Soufflé, so that mutations make near-programs, not only noise.
 TOKENS = ["(", ")", ",", ".", ":-", ":=", "!", "=", "==", "<", ">", "@", "_", "\"", "'", "{", "}", "[", "]",
           "X", "Y", "_x", "a", "path", "0", "-1", "1.5", "notin ", "delta ", "delete ", "@next", "@async",
-          "count<X>", "min<C>", ".decl ", ".input ", ".output ", ": number", ": symbol", "sys::rule",
+          "count<X>", "min<C>", "autoinc<*>", "autoinc()", ".decl ", ".input ", ".output ", ".limitsize ", "(n=3)",
+          ": number", ": symbol", "sys::rule",
           "query ", "define(", "keys(0)", "materialize(", "component ", "f_cons(", "/*", "*/", "//", "\n",
           "\t", " ", "\\", "\u00e9", "\u201c", "\x00", "\ufeff", "r1 ", ";", "|", "#"]
 
