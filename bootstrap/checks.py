@@ -20,7 +20,7 @@ from .fact_types import check_fact_types
 from .types import check_types
 from .syntax import (
     Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
-    Program, Query, Rule, Select, Var, Wildcard, term_vars,
+    Program, Query, Rule, Select, Span, Var, Wildcard, term_vars,
 )
 
 
@@ -360,6 +360,14 @@ def qualifier_notes(program: Program) -> list:
                                   f"{'hints' if len(hints) > 1 else 'a hint'} without effect", d.span,
                                   d.relation, "Evita chooses storage and magic sets itself (docs/language.md)",
                                   severity="note"))
+    from .parser import PRAGMA
+
+    for m in PRAGMA.finditer(program.text or ""):
+        line = program.text.count("\n", 0, m.start()) + 1
+        text = m.group().strip()
+        out.append(Diagnostic("pragma", f"{text} accepted without effect", Span(program.path, line, 1), text,
+                              "pragmas set Soufflé's own command-line options; Evita's are its command's "
+                              "(evita run --help)", severity="note"))
     return out
 
 

@@ -67,7 +67,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     text_as_given = text
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
-    tree = _parse_tree(text, path, "start")
+    tree = _parse_tree(PRAGMA.sub(lambda m: " " * len(m.group()), text), path, "start")
     builder = _Builder(path)
     try:
         items = builder.transform(tree)
@@ -189,7 +189,7 @@ def _unsupported_region(text: str, offset: int):
     directives, a record or ADT type), so that its braces do not cause a cascade of
     errors; else None."""
     rest = text[offset:]
-    if rest.startswith((".functor", ".pragma")):
+    if rest.startswith(".functor"):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
@@ -389,7 +389,11 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
 _DIRECTIVES = (".decl", ".input", ".output", ".printsize", ".limitsize", ".type", ".number_type", ".symbol_type", ".plan",
                ".comp", ".init", ".override")
 # Soufflé directives Evita knows of but does not run yet.
-_NOT_YET = {".functor": "user-defined functors", ".pragma": "pragmas"}
+_NOT_YET = {".functor": "user-defined functors"}
+# `.pragma "option" "value"`: Soufflé's command-line options set in the program. They
+# tune Soufflé's own compiler and runtime; Evita accepts them without effect and says
+# so under --verbose (`checks.qualifier_notes`). Blanked before the grammar sees them.
+PRAGMA = re.compile(r'^[ \t]*\.pragma\b[^\n]*', re.M)
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",

@@ -67,7 +67,24 @@ def parse_input_option(text: str) -> tuple:
 
 
 def input_directives(program: S.Program) -> dict:
-    return {d.relation: d for d in program.of(S.IODirective) if d.direction == "input"}
+    """relation -> its first `.input` directive."""
+    out: dict = {}
+    for d in program.of(S.IODirective):
+        if d.direction == "input":
+            out.setdefault(d.relation, d)
+    return out
+
+
+def all_input_directives(program: S.Program) -> list:
+    """(key, directive) per `.input`, in order: the relation for the first of a relation,
+    `REL#2`, `REL#3`, ... for more (Soufflé reads each; the relation holds their union)."""
+    seen: dict = {}
+    out = []
+    for d in program.of(S.IODirective):
+        if d.direction == "input":
+            seen[d.relation] = seen.get(d.relation, 0) + 1
+            out.append((d.relation if seen[d.relation] == 1 else f"{d.relation}#{seen[d.relation]}", d))
+    return out
 
 
 def check_io_params(program: S.Program) -> list:
@@ -75,7 +92,6 @@ def check_io_params(program: S.Program) -> list:
     be ignored or cannot work, each at the parameter: a parameter that changes how a file
     reads or writes, or where a recursion stops, must never be dropped silently."""
     out = []
-    inputs_seen: dict = {}
     limits_seen: dict = {}
     for d in program.of(S.IODirective):
         def bad(key, message, hint, text=None):
@@ -99,13 +115,6 @@ def check_io_params(program: S.Program) -> list:
         if "delimiter" in params and len(_unescape(str(params["delimiter"]))) != 1:
             bad("delimiter", f"the delimiter must be one character, got {params['delimiter']!r}",
                 'for example delimiter="\\t" or delimiter=","', str(params["delimiter"]))
-        if d.direction == "input":
-            if d.relation in inputs_seen:
-                out.append(Diagnostic("io-param", f".input {d.relation}: a second .input of one relation is not "
-                                      f"supported yet (the first is at line {inputs_seen[d.relation].line})",
-                                      _at_relation(program, d), d.relation,
-                                      "read one file per relation; several .output of one relation are fine"))
-            inputs_seen.setdefault(d.relation, d.span)
         if d.direction == "limitsize":
             if "n" not in params:
                 out.append(Diagnostic("io-param", f".limitsize {d.relation}: the size limit n= is missing",
@@ -157,11 +166,11 @@ def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = No
     directives = input_directives(program)
     files: dict = {}
     if facts_dir:
-        for rel, d in directives.items():
-            params = dict(d.params)
+        for key, d in all_input_directives(program):
+            rel, params = d.relation, dict(d.params)
             path = joined(facts_dir, str(params.get("filename", f"{rel}.facts")))
             quoted = str(params.get("rfc4180")) == "true"
-            files[rel] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
+            files[key] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
                                    _at_relation(program, d), headers=str(params.get("headers")) == "true",
                                    quoted=quoted)
     known = _relations(program)
@@ -171,8 +180,10 @@ def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = No
             problems.append(Diagnostic("unknown-relation", f"--input names {rel}, which the program does not use",
                                        COMMAND_LINE, text, "known: " + ", ".join(sorted(known))))
             continue
-        files[rel] = InputFile(rel, path, None,
-                               _at_relation(program, directives[rel]) if rel in directives else COMMAND_LINE, True)
+        for key in [k for k, f in files.items() if f.relation == rel and not f.option]:
+            del files[key]  # --input replaces the files the .input directives name
+        files[rel if rel not in files else f"{rel}#{len(files)}"] = InputFile(
+            rel, path, None, _at_relation(program, directives[rel]) if rel in directives else COMMAND_LINE, True)
     problems += missing_files(files)
     if problems:
         raise EvitaError(problems, source=program.text, source_file=program.path)

@@ -75,8 +75,14 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
         for r in reads:
             r.frame.unpersist()
         raise EvitaError(shown + _rest_note(sum(errors.values()), shown))
-    frames = {r.file.relation: _typed(r, masks.get(i, {})) for i, r in enumerate(reads)}
-    return frames, {r.file.relation: errors.get(i, 0) for i, r in enumerate(reads) if errors.get(i, 0)}
+    frames, skipped = {}, {}
+    for i, r in enumerate(reads):  # a relation read from several files (.input twice) is their union
+        typed = _typed(r, masks.get(i, {}))
+        rel = r.file.relation
+        frames[rel] = frames[rel].unionByName(typed) if rel in frames else typed
+        if errors.get(i, 0):
+            skipped[rel] = skipped.get(rel, 0) + errors[i]
+    return frames, skipped
 
 
 # ---------------------------------------------------------------- the checked rows

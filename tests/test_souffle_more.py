@@ -296,8 +296,6 @@ def test_input_and_output_files_follow_the_directives(tmp_path):
     ('.input r(headers=yes)', (3, 10, ".input r: headers=yes is neither true nor false")),
     ('.output r(colour="red")', (3, 11, ".output r: Evita does not support parameter colour")),
     ('.input r(delimiter="ab")', (3, 10, ".input r: the delimiter must be one character, got 'ab'")),
-    ('.input r\n.input r(filename="b")', (4, 8, ".input r: a second .input of one relation is not supported yet "
-                                          "(the first is at line 3)")),
 ])
 def test_bad_io_parameters_are_positioned(directive, expected):
     from evita.runtime.inputs import check_io_params
@@ -328,3 +326,14 @@ def test_io_parameters_on_spark_read_headers_and_write_every_output(spark, tmp_p
     assert (out / "sub" / "big.csv").read_text() == "a,b\n2,y\n3,z\n"
     print_sizes(result, printsize_relations(program))
     assert capsys.readouterr().out == "big\t2\nedge\t3\n"
+
+
+def test_pragmas_are_accepted_with_a_note():
+    from evita.bootstrap.checks import check_program, qualifier_notes
+    from evita.bootstrap.parser import parse_program
+
+    program = check_program(parse_program('.decl a(x: number)\n.pragma "magic-transform" "*"\na(1).\n  .pragma "legacy"\n',
+                                          "p.dl"))
+    notes = [(d.code, d.span.line, d.text) for d in qualifier_notes(program)]
+    assert notes == [("pragma", 2, '.pragma "magic-transform" "*"'), ("pragma", 4, '.pragma "legacy"')]
+    assert len(program.facts) == 1
