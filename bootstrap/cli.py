@@ -357,6 +357,8 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     except StageFailure as e:
         versions = e.versions or [Version(0, "parse", rows)]
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
+        if not getattr(args, "store", True):  # the conformance runner's cases are not kept
+            raise CompileFailed(str(e), diffs) from None
         _store_compilation(spark, program.name, versions, diffs, failure=e)
         raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
     with phase("compile: save the catalog"), doing("the saving of the compile in the catalog"):

@@ -461,7 +461,7 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         except EvitaError as e:
             raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
         _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
-        while len(_planned) > ANSWERS_KEPT:
+        while len(_planned) > PLANS_KEPT:
             _planned.pop(next(iter(_planned)))
     inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
     try:
@@ -487,8 +487,12 @@ def _values(column) -> list:
 
 
 # Answers of `evaluate_in_process`, the least recently asked dropped first. Most are the
-# lattice's: its question depends only on which stages ran, and every compile asks it.
-ANSWERS_KEPT = 256
+# lattice's: its question depends only on which stages ran, and every compile asks it;
+# a process that compiles a program many times (`evita test-suite`, the tests, the
+# Python API) asks each stage's trigger of the same catalog again. An answer holds
+# references to the catalog rows it was asked of: 4096 of them stay small.
+ANSWERS_KEPT = 4096
+PLANS_KEPT = 256
 _answered: "OrderedDict" = OrderedDict()
 _planned: dict = {}  # (id(program), program id) -> (program, its dataflow): a stage's trigger is planned once
 

@@ -43,6 +43,7 @@ class StageOptions:
     only: Optional[tuple] = None
     choose: dict = field(default_factory=dict)  # group -> stage
     max_iterations: int = 1000  # fixpoint iteration limit per stage
+    store: bool = True  # keep the compile in the catalog (`evita test-suite` does not)
 
     @classmethod
     def from_args(cls, args) -> "StageOptions":
@@ -56,7 +57,8 @@ class StageOptions:
             choose[group] = stage
         only = getattr(args, "only", None)
         return cls(tuple(getattr(args, "stage_path", None) or ()), tuple(getattr(args, "skip", None) or ()),
-                   tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None) or 1000)
+                   tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None) or 1000,
+                   getattr(args, "store", True))
 
     def namespace(self, path: str):
         """The options as `compile_file` reads them from the command line."""
@@ -65,7 +67,7 @@ class StageOptions:
         return argparse.Namespace(program=path, stage_path=list(self.stage_paths), skip=list(self.skip),
                                   only=list(self.only) if self.only is not None else None,
                                   choose=[f"{g}={s}" for g, s in self.choose.items()],
-                                  max_iterations=self.max_iterations, verbose=False)
+                                  max_iterations=self.max_iterations, verbose=False, store=self.store)
 
 
 def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), skip=(), only=None,

@@ -164,30 +164,42 @@ def _columns(n: int) -> list:
 
 def _bind(args, df):
     """The atom's tuples as columns named by its variables; constants and repeated
-    variables select, wildcards drop."""
+    variables select, wildcards drop. Built from numpy arrays in one DataFrame call:
+    the tables are small, and pandas' per-operation overhead is most of their cost."""
+    import pandas as pd
+
+    arrays: dict = {}
+
+    def column(i: int):
+        if i not in arrays:
+            arrays[i] = df[f"c{i}"].to_numpy()
+        return arrays[i]
+
     names: dict = {}
     mask = None
     for i, a in enumerate(args):
-        c = df[f"c{i}"]
-        cond = None
         if isinstance(a, S.Var):
-            if a.name in names:
-                cond = c == df[names[a.name]]
-            else:
-                names[a.name] = f"c{i}"
+            if a.name not in names:
+                names[a.name] = i
+                continue
+            other = column(names[a.name])
+            cond = (column(i) == other) & ~pd.isna(other)  # as SQL (and pandas): a null equals nothing
         elif isinstance(a, S.Const):
-            cond = c == _const(a)
-        if cond is not None:
-            mask = cond if mask is None else (mask & cond)
-    if mask is not None:
-        df = df[mask.to_numpy()]
-    out = df[list(names.values())].rename(columns={v: k for k, v in names.items()}).reset_index(drop=True)
-    # A catalog snapshot's column that holds nulls keeps Python values (object); where
-    # the rows left hold none, it takes its values' type, so it joins typed columns.
-    for c in out.columns:
-        if out[c].dtype == object and len(out) and not out[c].isna().any():
-            out[c] = out[c].infer_objects()
-    return out
+            cond = column(i) == _const(a)
+        else:
+            continue
+        cond = pd.array(cond, dtype=bool).to_numpy() if getattr(cond, "dtype", None) != bool else cond
+        mask = cond if mask is None else (mask & cond)
+    rows = len(df) if mask is None else int(mask.sum())
+    data = {}
+    for name, i in names.items():
+        v = column(i) if mask is None else column(i)[mask]
+        # A catalog snapshot's column that holds nulls keeps Python values (object); where
+        # the rows left hold none, it takes its values' type, so it joins typed columns.
+        if v.dtype == object and len(v) and not pd.isna(v).any():
+            v = pd.Series(v).infer_objects().to_numpy()
+        data[name] = v
+    return pd.DataFrame(data) if data else pd.DataFrame(index=range(rows))
 
 
 def _without_null_keys(df, keys: list):
