@@ -8,8 +8,10 @@ application's executors; once there has been none for `GRACE` seconds it cancels
 jobs, and the command reports why (`lost()`, read by the command line's failure
 report) instead of Spark's "Job cancelled" with a Java trace.
 
-Only for classic sessions on a master that runs executors outside the driver
-(`spark://`, `yarn`, `k8s://`); local mode has its executor in the driver's JVM.
+Only for classic sessions on a standalone master (`spark://`). Local mode has its
+executor in the driver's JVM; on YARN or Kubernetes a job waiting for executors is
+often a queue doing its work (and dynamic allocation may hold none while idle), so a
+wait there is not taken for a failure.
 """
 from __future__ import annotations
 
@@ -34,10 +36,10 @@ def executor_count(sc) -> int:
 
 def watch(spark) -> None:
     """Start the watcher for this SparkContext (once)."""
-    from .session import is_local, spark_context
+    from .session import spark_context
 
     sc = spark_context(spark)
-    if sc is None or is_local(sc.master) or id(sc) in _watched:
+    if sc is None or not sc.master.startswith("spark://") or id(sc) in _watched:
         return
     _watched.add(id(sc))
     threading.Thread(target=_watch, args=(sc,), name="evita-executor-watch", daemon=True).start()
