@@ -360,15 +360,21 @@ def qualifier_notes(program: Program) -> list:
                                   f"{'hints' if len(hints) > 1 else 'a hint'} without effect", d.span,
                                   d.relation, "Evita chooses storage and magic sets itself (docs/language.md)",
                                   severity="note"))
-    from .parser import PRAGMA
+    from .parser import PRAGMA, SOUFFLE_PLAN
 
-    for m in PRAGMA.finditer(program.text or ""):
-        line = program.text.count("\n", 0, m.start()) + 1
-        text = m.group().strip()
-        out.append(Diagnostic("pragma", f"{text} accepted without effect", Span(program.path, line, 1), text,
-                              "pragmas set Soufflé's own command-line options; Evita's are its command's "
-                              "(evita run --help)", severity="note"))
-    return out
+    text = program.text or ""
+    for pattern, code, hint in (
+            (PRAGMA, "pragma", "pragmas set Soufflé's own command-line options; Evita's are its command's "
+                               "(evita run --help)"),
+            (SOUFFLE_PLAN, "plan", "Evita's join order is the system_r stage's choice (evita explain --stage "
+                                   "system_r shows it)")):
+        for m in pattern.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            said = m.group().strip()
+            out.append(Diagnostic(code, f"{said} accepted without effect", Span(program.path, line, col), said,
+                                  hint, severity="note"))
+    return sorted(out, key=lambda d: (d.span.line, d.span.col)) if text else out
 
 
 def check_strata(program: Program) -> list:

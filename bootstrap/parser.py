@@ -67,7 +67,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     text_as_given = text
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
-    tree = _parse_tree(PRAGMA.sub(lambda m: " " * len(m.group()), text), path, "start")
+    tree = _parse_tree(_accepted_without_effect(text), path, "start")
     builder = _Builder(path)
     try:
         items = builder.transform(tree)
@@ -394,6 +394,17 @@ _NOT_YET = {".functor": "user-defined functors"}
 # tune Soufflé's own compiler and runtime; Evita accepts them without effect and says
 # so under --verbose (`checks.qualifier_notes`). Blanked before the grammar sees them.
 PRAGMA = re.compile(r'^[ \t]*\.pragma\b[^\n]*', re.M)
+# Soufflé's `.plan 0:(1,2), 1:(2,1)` after a rule: a join order per version of the rule
+# for Soufflé's own evaluator. Evita's join order is the System R stage's choice, so the
+# plan is accepted without effect (a note under --verbose), blanked like a pragma.
+# (Evita's own `.plan relation ...`/`.plan rule ...` names a target and is parsed.)
+SOUFFLE_PLAN = re.compile(r'\.plan[ \t]+\d+[ \t]*:[ \t]*\([^)\n]*\)(?:[ \t]*,[ \t]*\d+[ \t]*:[ \t]*\([^)\n]*\))*')
+
+
+def _accepted_without_effect(text: str) -> str:
+    """`text` with pragmas and Soufflé's rule plans blanked (positions kept)."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group())  # noqa: E731
+    return SOUFFLE_PLAN.sub(blank, PRAGMA.sub(blank, text))
 
 _QUOTES = {"'": "strings use double quotes: \"text\"",
            "\u2018": "strings use plain double quotes: \"text\"",

@@ -337,3 +337,15 @@ def test_pragmas_are_accepted_with_a_note():
     notes = [(d.code, d.span.line, d.text) for d in qualifier_notes(program)]
     assert notes == [("pragma", 2, '.pragma "magic-transform" "*"'), ("pragma", 4, '.pragma "legacy"')]
     assert len(program.facts) == 1
+
+
+def test_souffle_rule_plans_are_accepted_with_a_note():
+    from evita.bootstrap.checks import check_program, qualifier_notes
+    from evita.bootstrap.parser import parse_program
+
+    text = ".decl e(x: number, y: number)\n.decl p(x: number, y: number)\np(x, y) :- e(x, y).\n" \
+           "p(x, z) :- p(x, y), e(y, z). .plan 0:(1,2), 1:(2,1)\n"
+    program = check_program(parse_program(text, "p.dl"))
+    assert [(d.code, d.span.line, d.span.col, d.text) for d in qualifier_notes(program)] == \
+        [("plan", 4, 30, ".plan 0:(1,2), 1:(2,1)")]
+    assert len(program.rules) == 2
