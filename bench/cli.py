@@ -54,12 +54,13 @@ r2 hit(N, K) :- nat(N), every(K), N % K == 0.
 TC_SG = TC_PROGRAM + SG_PROGRAM  # one program: both relations, read with -F, written with -D
 
 
-def evita_run(args: list, cwd: Path) -> tuple:
-    """Wall seconds of one `evita run` process, and its phase table as {phase: (s, jobs)}."""
+def evita_run(args: list, cwd: Path, env: dict | None = None) -> tuple:
+    """Wall seconds of one `evita run` process, and its phase table as {phase: (s, jobs)}.
+    `env`: the process's environment (default this one's)."""
     evita = Path(sys.executable).parent / "evita"  # the installed command, as a user runs it
     cmd = [str(evita), "run", *args, "--stats"]
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**(env or os.environ), "COLUMNS": "200"})
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -112,7 +113,7 @@ def interactive(repeat: int) -> int:
             finally:
                 if mode == "server":
                     timed(["server", "stop"], root, env)
-    print(f"\ncommand   no server: first  median   server: first  median   target (server / no server)")
+    print("\ncommand   no server: first  median   server: first  median   target (server / no server)")
     for name in INTERACTIVE:
         a, b = results[(name, "no server")], results[(name, "server")]
         print(f"{name:<9} {a[0]:>16.2f} {statistics.median(a[1:]):>7.2f} {b[0]:>15.2f} {statistics.median(b[1:]):>7.2f}"

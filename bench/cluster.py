@@ -23,34 +23,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli import evita_run  # noqa: E402
 from run import SG_PROGRAM, TC_PROGRAM, binary_tree, random_graph  # noqa: E402
 
 from evita.runtime import cluster as local_cluster  # noqa: E402
-
-
-def evita_run(args: list, cwd: Path, env: dict) -> tuple:
-    """(wall seconds, {phase: seconds}, sorted output rows) of one `evita run` process."""
-    cmd = [sys.executable, "-m", "evita.bootstrap.cli", "run", *args, "--stats", "-q"]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    phases = {}
-    for line in out.stdout.splitlines():
-        m = re.match(r"^(\S.*?)\s{2,}(\d+\.\d+)\s+(\d+\.\d+)%", line)
-        if m:
-            phases[m.group(1).strip()] = float(m.group(2))
-    return wall, phases
 
 
 def main(argv=None) -> int:
@@ -87,7 +70,7 @@ def main(argv=None) -> int:
             local_cluster.stop(root / "cluster")
 
     def median(runs, phase=None):
-        return statistics.median(w if phase is None else p.get(phase, 0.0) for w, p in runs)
+        return statistics.median(w if phase is None else p.get(phase, (0.0, 0))[0] for w, p in runs)
 
     print("\nprogram  phase               local[2] s  cluster s  cluster/local")
     for name in programs:

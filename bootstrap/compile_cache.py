@@ -18,10 +18,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from pathlib import Path
 
-from .compiled_stages import _code_fingerprint, cache_dir
+from .compiled_stages import cache_dir, code_fingerprint, read_pickled, write_atomically
 
 
 def enabled() -> bool:
@@ -35,7 +34,7 @@ def key(rows, program_id: str, stages: dict, lattice_path: Path, options: tuple)
     from evita.catalog.printer import format_program
 
     h = hashlib.sha256()
-    for part in (_code_fingerprint(), program_id, repr(options), Path(lattice_path).read_text()):
+    for part in (code_fingerprint(), program_id, repr(options), Path(lattice_path).read_text()):
         h.update(part.encode() + b"\0")
     for name in sorted(stages):
         st = stages[name]
@@ -51,22 +50,11 @@ def _file(k: str) -> Path:
 
 def load(k: str):
     """The Compilation kept under key `k`, or None."""
-    try:
-        comp = pickle.loads(_file(k).read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        return None
-    comp.cached = True
+    comp = read_pickled(_file(k))
+    if comp is not None:
+        comp.cached = True
     return comp
 
 
 def keep(k: str, comp) -> None:
-    """Write atomically (a temporary file renamed): a concurrent command never reads half."""
-    target = _file(k)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(comp, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)
-    except OSError:
-        pass
+    write_atomically(_file(k), pickle.dumps(comp, protocol=pickle.HIGHEST_PROTOCOL))

@@ -42,7 +42,7 @@ def semi_naive(spark, program: S.Program, origin: str) -> S.Program:
     shape = [S.Rule, S.Declaration, S.Materialize]
     rules = replace(program, statements=tuple(s for s in program.statements if isinstance(s, tuple(shape))))
     key = hashlib.sha256("\0".join([
-        _code_fingerprint(), format_program(rules), program.path, program.dialect,
+        code_fingerprint(), format_program(rules), program.path, program.dialect,
         repr([(t.name, t.column_names) for t in schema.TABLES])]).encode()).hexdigest()[:32]
     if key not in _memory:
         _memory[key] = _load(key) or _store(key, _differentiate(spark, delta, rules, origin))
@@ -54,7 +54,7 @@ def semi_naive(spark, program: S.Program, origin: str) -> S.Program:
     return replace(program, statements=compiled.statements + rest)
 
 
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """The Evita code and stages that produced a cached entry: any change invalidates it."""
     if "code" not in _memory:
         from .stage import package_root
@@ -101,14 +101,30 @@ def _load(key: str):
 
 
 def _store(key: str, rows: dict) -> dict:
-    """Write atomically (a temporary file renamed), so two processes never read half a file."""
-    try:
-        folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(rows, f)
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError:
-        pass  # a read-only home: compile every time, still correct
+    write_atomically(cache_dir() / f"{key}.json", json.dumps(rows).encode())
     return rows
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write through a temporary file renamed into place, so two processes never read
+    half a file. A cache that cannot be written (a read-only home) is no cache: the
+    caller computes again next time, still correct."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except OSError:
+        pass
+
+
+def read_pickled(target: Path):
+    """What `write_atomically(target, pickle.dumps(x))` kept, or None (missing, or written
+    by another version of Python's classes: a miss)."""
+    import pickle
+
+    try:
+        return pickle.loads(target.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        return None

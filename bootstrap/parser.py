@@ -39,7 +39,8 @@ from .preprocess import preprocess
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
     Column, CompDecl, CompInit, CompType, Component, Cond, Const, Declaration, Fact, IODirective, ListExpr,
-    Materialize, NamedAtom, Override, Plan, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, term_vars,
+    Materialize, NamedAtom, Override, Plan, Program, Query, Rule, Select, Span, TypeDecl, UnOp, Var, Wildcard, atom_vars, map_literal,
+    map_subterms,
 )
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -1571,21 +1572,9 @@ def _with_aggregates_replaced(node, results: dict):
 
     def sub(x):
         return _with_aggregates_replaced(x, results)
-    if isinstance(node, (Atom, Call)):
-        return replace(node, args=tuple(sub(a) for a in node.args))
-    if isinstance(node, ListExpr):
-        return replace(node, items=tuple(sub(a) for a in node.items))
-    if isinstance(node, BinOp):
-        return replace(node, left=sub(node.left), right=sub(node.right))
-    if isinstance(node, UnOp):
-        return replace(node, arg=sub(node.arg))
-    if isinstance(node, Cond):
-        return replace(node, test=sub(node.test), then=sub(node.then), other=sub(node.other))
-    if isinstance(node, Select):
-        return replace(node, expr=sub(node.expr))
-    if isinstance(node, Assign):
-        return replace(node, expr=sub(node.expr))
-    return node
+    if isinstance(node, (Atom, Select, Assign)):
+        return map_literal(node, sub)
+    return map_subterms(node, sub)
 
 
 def _equated(lit):

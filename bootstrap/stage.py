@@ -145,28 +145,17 @@ def _parsed_on_disk(path: Path, parse):
     when one of them, or Evita, changed since the last command (the parse is a second of
     every `evita compile` otherwise)."""
     import hashlib
-    import os
     import pickle
-    import tempfile
 
-    from .compiled_stages import _code_fingerprint, cache_dir
+    from .compiled_stages import cache_dir, code_fingerprint, read_pickled, write_atomically
 
     text = path.read_bytes()
-    key = hashlib.sha256(b"\0".join([_code_fingerprint().encode(), str(path.resolve()).encode(), text]))
+    key = hashlib.sha256(b"\0".join([code_fingerprint().encode(), str(path.resolve()).encode(), text]))
     target = cache_dir().parent / "parsed-stages" / f"{key.hexdigest()[:32]}.pickle"
-    try:
-        return pickle.loads(target.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass
-    program = parse()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(program, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)  # atomic: a concurrent command never reads half a file
-    except OSError:
-        pass  # a read-only home: parse every time, still correct
+    program = read_pickled(target)
+    if program is None:
+        program = parse()
+        write_atomically(target, pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
     return program
 
 

@@ -172,3 +172,35 @@ def compiled_timed(spark, path):
     if key not in _TIMED:
         _TIMED[key] = compile_timed(key, spark)
     return _TIMED[key]
+
+
+# ---------------------------------------------------------------- beyond local mode
+# tests/test_zz_cluster.py and tests/test_zz_connect.py run these programs in a driver
+# of their own (a standalone cluster, a Spark Connect server) and compare with local mode.
+
+SPARK_PROGRAMS = {  # name -> arguments of `evita run`
+    "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],  # fixpoint inside tasks
+    "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local",
+           "--stats"],  # the distributed loop
+    "sp": [str(EXAMPLES / "shortest_path.olg")],  # Overlog: keys, aggregates, lists
+}
+
+
+def answers(directory: Path, printed: str) -> dict:
+    """The relations written to DIR/REL.csv, and the rows of the tables printed (the
+    shortest-path example has a query and no .output, so it writes nothing)."""
+    files = {f.name: sorted(f.read_text().splitlines()) for f in sorted(directory.glob("*.csv"))}
+    return {**files, "printed": sorted(line for line in printed.splitlines() if line.startswith("│"))}
+
+
+def local_answers(tmp_path: Path, capsys) -> dict:
+    """SPARK_PROGRAMS run in local mode, in this process's session: name -> `answers`."""
+    from evita.bootstrap.cli import main
+
+    local = {}
+    for name, args in SPARK_PROGRAMS.items():
+        target = tmp_path / "local" / name
+        capsys.readouterr()
+        assert main(["run", *args, "--output", str(target), "--master", "local[2]"]) == 0
+        local[name] = answers(target, capsys.readouterr().out)
+    return local

@@ -29,24 +29,18 @@ from pathlib import Path
 import pytest
 
 import evita
-from evita.bootstrap.cli import main
 from evita.runtime import cluster as local_cluster
 
-from conftest import EXAMPLES
+from conftest import SPARK_PROGRAMS, answers, local_answers
 
 pytestmark = pytest.mark.cluster  # run apart: `pytest -m cluster` (pyproject.toml, .ci/run)
 
-PROGRAMS = {  # name -> arguments of `evita run`
-    "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],
-    "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local", "--stats"],
-    "sp": [str(EXAMPLES / "shortest_path.olg")],
-}
+PROGRAMS = SPARK_PROGRAMS
 
 # The separate driver: the CLI's own entry point, once per program (one JVM start for the
 # three), then a look at where the executors' Python found the `evita` package.
 DRIVER = r"""
 import json, sys
-from evita.bootstrap.cli import main
 
 runs, report = json.loads(sys.argv[1]), sys.argv[2]
 codes = {}
@@ -82,13 +76,6 @@ def cluster(tmp_path_factory):
             assert not [x.role for x in started.daemons if local_cluster._group_alive(x.pid)]
 
 
-def answers(directory: Path, printed: str) -> dict:
-    """The relations written to DIR/REL.csv, and the rows of the tables printed (the
-    shortest-path example has a query and no .output, so it writes nothing)."""
-    files = {f.name: sorted(f.read_text().splitlines()) for f in sorted(directory.glob("*.csv"))}
-    return {**files, "printed": sorted(line for line in printed.splitlines() if line.startswith("│"))}
-
-
 def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     started = time.perf_counter()
     status = local_cluster.status(cluster.state_dir)
@@ -105,12 +92,7 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # meanwhile, the same programs in local mode, in this process's session
-        local = {}
-        for name, args in PROGRAMS.items():
-            target = tmp_path / "local" / name
-            capsys.readouterr()
-            assert main(["run", *args, "--output", str(target), "--master", "local[2]"]) == 0
-            local[name] = answers(target, capsys.readouterr().out)
+        local = local_answers(tmp_path, capsys)
         output, _ = driver.communicate(timeout=420)
     finally:
         if driver.poll() is None:

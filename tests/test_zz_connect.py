@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -28,15 +27,11 @@ from evita.bootstrap.cli import main
 from evita.runtime import server
 from evita.runtime.cluster import free_port
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, SPARK_PROGRAMS, answers, local_answers
 
 pytestmark = pytest.mark.cluster  # run apart, after the suite (pyproject.toml, .ci/run)
 
-PROGRAMS = {
-    "tc": [str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--stats"],
-    "sg": [str(EXAMPLES / "same_generation.dl"), "-F", str(EXAMPLES / "same_generation"), "--no-local", "--stats"],
-    "sp": [str(EXAMPLES / "shortest_path.olg")],
-}
+PROGRAMS = SPARK_PROGRAMS
 
 DRIVER = r"""
 import json, sys
@@ -66,11 +61,6 @@ with open(report, "w") as f:
 def _evita(*args, env):
     return subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", *args], env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-def answers(directory: Path, printed: str) -> dict:
-    files = {f.name: sorted(f.read_text().splitlines()) for f in sorted(directory.glob("*.csv"))}
-    return {**files, "printed": sorted(line for line in printed.splitlines() if line.startswith("│"))}
 
 
 @pytest.fixture(scope="module")
@@ -106,12 +96,7 @@ def test_programs_over_spark_connect(connect_server, spark, tmp_path, capsys):
                                str(EXAMPLES / "tc.dl")], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
-        local = {}
-        for name, args in PROGRAMS.items():
-            target = tmp_path / "local" / name
-            capsys.readouterr()
-            assert main(["run", *args, "--output", str(target), "--master", "local[2]"]) == 0
-            local[name] = answers(target, capsys.readouterr().out)
+        local = local_answers(tmp_path, capsys)
         capsys.readouterr()
         assert main(runs["sim"][:-2] + ["--master", "local[2]"]) == 0
         local_sim = capsys.readouterr().out
