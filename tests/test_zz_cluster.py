@@ -41,6 +41,7 @@ PROGRAMS = SPARK_PROGRAMS
 # three), then a look at where the executors' Python found the `evita` package.
 DRIVER = r"""
 import json, sys
+from evita.bootstrap.cli import main
 
 runs, report = json.loads(sys.argv[1]), sys.argv[2]
 codes = {}
