@@ -8,12 +8,9 @@ group-bys), milliseconds rather than a Spark job. Its callers:
 - `Engine.run_small` (`runtime/engine.py`): a stratum whose inputs are small, on the
   driver that already holds them.
 
-The semantics are the engine's (see its docstring): plain relations are sets, a new
-delta is what the relation did not hold; aggregated relations group on their other
-columns, and inside recursion follow PreM (min/max: a new group, or a better value,
-replaces the old tuple); keyed relations keep one tuple per key (the greatest); negation
-reads complete lower strata. `tests/oracle.py` checks both against an independent
-tuple-at-a-time evaluator.
+The semantics are `runtime/semantics.py`'s, the one definition every strategy shares:
+this module is its pandas backend (`PandasTables`) plus the evaluation of rule bodies.
+`tests/oracle.py` checks it against an independent tuple-at-a-time evaluator.
 
 What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
@@ -52,6 +49,7 @@ from typing import Callable, Optional
 from ..bootstrap import builtins as B
 from ..bootstrap import syntax as S
 from ..bootstrap import ranges
+from . import semantics
 from .dataflow import RulePlan, Storage, Stratum, term_text
 
 # A stratum whose inputs hold at most this many rows runs here, on the driver
@@ -74,12 +72,7 @@ class Unsupported(Exception):
     """This stratum (or its data) needs the SQL loop; the message says why."""
 
 
-class NoFixpoint(Exception):
-    """The iteration limit was reached; `sizes` holds the last deltas' sizes."""
-
-    def __init__(self, sizes: dict):
-        super().__init__("no fixpoint")
-        self.sizes = sizes
+NoFixpoint = semantics.NoFixpoint
 
 
 # ---------------------------------------------------------------- what runs here
@@ -598,23 +591,89 @@ def _is_text(v) -> bool:
     return isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype == object)
 
 
-# ---------------------------------------------------------------- relations: set, grouped, keyed
+# ---------------------------------------------------------------- relations: the core's operations on pandas
+
+class PandasTables(semantics.Tables):
+    """`runtime/semantics.py`'s operations over pandas frames with columns c0, c1, ...
+    A set relation's tuples seen so far also sit in a hash table of 64-bit keys, so a
+    round's new tuples are found without joining against everything derived so far."""
+
+    def __init__(self):
+        self.seen: dict = {}  # set relation -> _KeySet of what it holds
+
+    def empty(self, s: Storage):
+        import pandas as pd
+
+        return pd.DataFrame({c: [] for c in _columns(s.arity)})
+
+    def union(self, s: Storage, parts: list):
+        import pandas as pd
+
+        frames = [f for f in parts if len(f)]
+        if not frames:
+            return self.empty(s)
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    def distinct(self, s: Storage, t):
+        return t.drop_duplicates(ignore_index=True)
+
+    def aggregate(self, s: Storage, t):
+        return _grouped(s, t) if len(t) else self.empty(s)
+
+    def greatest_per_key(self, s: Storage, t):
+        return _one_per_key(s, t)
+
+    def number(self, s: Storage, t, old=None):
+        return _numbered(s, t, 0 if old is None else len(old), old)
+
+    def minus(self, s: Storage, t, other, columns=None):
+        t, other = _aligned(t, other)
+        return _anti(t, other, list(t.columns) if columns is None else [f"c{i}" for i in columns])
+
+    def count(self, tables: dict) -> dict:
+        return {n: len(t) for n, t in tables.items()}
+
+    def cleared(self, s: Storage, t):
+        return t.iloc[0:0]
+
+    def new_tuples(self, s: Storage, full, cand):
+        cand, full = _aligned(cand, full)
+        seen = self.seen.get(s.name)
+        if seen is None:
+            seen = self.seen[s.name] = _KeySet()
+            seen.add_new(full)
+        return seen.add_new(cand)
+
+    def improved(self, s: Storage, new, full):
+        new, full = _aligned(new, full)
+        a = s.aggregates[0]
+        groups = [f"c{i}" for i in s.group_columns]
+        value = f"c{a.column}"
+        old = full[groups + [value]].rename(columns={value: "_old"})
+        joined = new.merge(old, on=groups, how="left") if groups else new.assign(
+            _old=old["_old"].iloc[0] if len(old) else None)
+        better = joined[value] < joined["_old"] if a.func == "min" else joined[value] > joined["_old"]
+        return new[(joined["_old"].isna() | better).to_numpy()].reset_index(drop=True)
+
+    def replace(self, s: Storage, full, delta, columns: tuple):
+        import pandas as pd
+
+        if not len(delta):
+            return full
+        kept = self.minus(s, full, delta, columns)
+        return pd.concat([kept, delta], ignore_index=True) if len(kept) else delta
+
+    def extend(self, s: Storage, full, delta):
+        import pandas as pd
+
+        if not len(delta):
+            return full
+        return pd.concat([full, delta], ignore_index=True) if len(full) else delta
+
 
 def combine(s: Storage, frames: list):
-    """Rule outputs and seeds -> the relation's tuples."""
-    import pandas as pd
-
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame({c: [] for c in _columns(s.arity)})
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    if any(a.func in S.NUMBERING for a in s.aggregates):
-        return _numbered(s, df, 0)
-    if s.aggregates:
-        return _grouped(s, df)
-    if s.keys is not None:
-        return _one_per_key(s, df)
-    return df.drop_duplicates(ignore_index=True)
+    """Rule outputs and seeds -> the relation's tuples (`semantics.combine` on pandas)."""
+    return semantics.combine(PandasTables(), s, frames)
 
 
 def _numbered(s: Storage, df, offset: int, old=None):
@@ -663,51 +722,6 @@ def _anti(df, other, cols: list):
         return df.iloc[0:0]
     hit = df[cols].merge(other[cols].drop_duplicates(), on=cols, how="left", indicator=True)
     return df[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
-
-
-class Relation:
-    """One relation of a recursive stratum: everything so far and how a delta is found."""
-
-    def __init__(self, s: Storage, start):
-        self.s = s
-        self.full = start.reset_index(drop=True)
-        self.seen = _KeySet() if not s.aggregates and s.keys is None else None
-        if self.seen is not None:
-            self.seen.add_new(self.full)
-
-    def advance(self, candidates):
-        """The new delta, given this iteration's rule outputs; `full` takes it in."""
-        import pandas as pd
-
-        cand, self.full = _aligned(candidates, self.full)
-        s = self.s
-        if self.seen is not None:  # sets: what was not there before
-            delta = self.seen.add_new(cand)
-            if len(delta):
-                self.full = pd.concat([self.full, delta], ignore_index=True) if len(self.full) else delta
-            return delta
-        if any(a.func in S.NUMBERING for a in s.aggregates):  # new groups, after every earlier number
-            delta = _numbered(s, cand, len(self.full), self.full)
-            if len(delta):
-                self.full = pd.concat([self.full, delta], ignore_index=True) if len(self.full) else delta
-            return delta
-        new = combine(s, [cand])
-        if s.aggregates:  # PreM: a new group or a better value for an old one
-            a = s.aggregates[0]
-            groups = [f"c{i}" for i in s.group_columns]
-            value = f"c{a.column}"
-            old = self.full[groups + [value]].rename(columns={value: "_old"})
-            joined = new.merge(old, on=groups, how="left") if groups else new.assign(
-                _old=old["_old"].iloc[0] if len(old) else None)
-            better = joined[value] < joined["_old"] if a.func == "min" else joined[value] > joined["_old"]
-            delta = new[(joined["_old"].isna() | better).to_numpy()].reset_index(drop=True)
-        else:  # keyed: the tuples that changed
-            delta = _anti(new, self.full, list(new.columns))
-            groups = [f"c{i}" for i in s.keys]
-        if len(delta):
-            kept = _anti(self.full, delta, groups)
-            self.full = pd.concat([kept, delta], ignore_index=True) if len(kept) else delta
-        return delta
 
 
 def _aligned(df, model):
@@ -778,6 +792,7 @@ def _keys(df):
 class Outcome:
     tables: dict  # relation -> DataFrame (c0, c1, ...)
     iterations: list = field(default_factory=list)  # (seconds, {relation: delta size}); 0 is the start
+    stopped: Optional[str] = None  # why a size limit ended the recursion early
 
 
 def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: int = 1000,
@@ -787,55 +802,37 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: in
     tuples of its recursive relations when the caller computed them (a partition of a
     decomposable stratum); otherwise its init rules give them. `on_iteration(i, sizes)`:
     called as each round of a recursive stratum ends (0: the start), for the progress
-    line of a long run on the driver."""
+    line of a long run on the driver. Raises NoFixpoint at the iteration limit."""
     import time
 
     t0 = time.perf_counter()
+    ops = PandasTables()
     if start is None:
         start = {}
         for name in st.relations:
             outputs = [evaluate_rule(r, lambda step: tables[step.relation]) for r in st.init_rules
                        if r.head == name]
-            start[name] = combine(storages[name], [tables[name]] + outputs if name in tables else outputs)
+            start[name] = semantics.combine(ops, storages[name],
+                                            [tables[name]] + outputs if name in tables else outputs)
+    start = {n: t.reset_index(drop=True) for n, t in start.items()}
+    sizes = {n: len(t) for n, t in start.items()}
+    out = Outcome(start, [(time.perf_counter() - t0, sizes)])
     if not st.recursive:
-        return Outcome(start, [(time.perf_counter() - t0, {n: len(t) for n, t in start.items()})])
-    relations = {n: Relation(storages[n], start[n]) for n in st.relations}
-    deltas = {n: r.full for n, r in relations.items()}
-    looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
-    sizes = {n: len(d) for n, d in deltas.items()}
-    out = Outcome({}, [(time.perf_counter() - t0, sizes)])
+        return out
     if on_iteration is not None:
         on_iteration(0, sizes)
 
-    def read(step):
-        rel = relations.get(step.relation)
-        if rel is None:
-            return tables[step.relation]
-        return deltas[step.relation] if step.delta else rel.full
+    def derive(name, read):
+        def reading(step):
+            return read(step) if step.relation in st.relations else tables[step.relation]
+        outputs = [d for d in (evaluate_rule(r, reading) for r in st.delta_rules if r.head == name) if len(d)]
+        return ops.union(storages[name], outputs) if outputs else None
 
-    iteration = 0
-    limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
-    while any(sizes.get(n, 0) for n in looping):
-        # `.limitsize R(n=N)`: stop before a round once R holds N tuples (the engine's `limit_reached`)
-        if any(len(relations[n].full) >= limit for n, limit in limits.items()):
-            break
-        iteration += 1
-        if iteration > max_iterations:
-            raise NoFixpoint(sizes)
-        t0 = time.perf_counter()
-        derived = {n: [evaluate_rule(r, read) for r in st.delta_rules if r.head == n] for n in looping}
-        deltas = {n: deltas[n].iloc[0:0] for n in st.relations}
-        for n in looping:
-            outputs = [d for d in derived[n] if len(d)]
-            if outputs:
-                import pandas as pd
-
-                deltas[n] = relations[n].advance(pd.concat(outputs, ignore_index=True))
-        sizes = {n: len(deltas[n]) for n in looping}
-        out.iterations.append((time.perf_counter() - t0, sizes))
-        if on_iteration is not None:
-            on_iteration(iteration, sizes)
-    out.tables = {n: r.full for n, r in relations.items()}
+    report = None if on_iteration is None else (lambda i, sizes, seconds: on_iteration(i, sizes))
+    done = semantics.fixpoint(st, storages, ops, start, sizes, derive, max_iterations=max_iterations,
+                              on_round=report)
+    out.tables, out.stopped = done.full, done.stopped
+    out.iterations += done.rounds
     return out
 
 

@@ -44,7 +44,8 @@ from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
 from . import columnar, progress
 from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
-from .sql import DIALECT, coalesced, rule_select, select_all, subquery, table, union_all
+from .io import plain as _plain
+from .sql import DIALECT, coalesced, list_free, rule_select, select_all, subquery, table, union_all
 
 DEFAULT_MAX_ITERATIONS = 1000
 COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans stay short
@@ -112,14 +113,6 @@ class Result:
         lines += self.notes
         lines.append(f"total actions: {self.actions}, {self.seconds:.2f} s")
         return "\n".join(lines)
-
-
-def _plain(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_plain(x) for x in v)
-    if hasattr(v, "asDict"):
-        return tuple(_plain(x) for x in v)
-    return v
 
 
 def _sort_key(row):
@@ -288,7 +281,7 @@ class _Engine:
         self.one_partition = one_partition
         self.scope = scope if scope is not None else SqlScope(spark)
         # SQL text needs no column types from Spark as long as no column can hold a list
-        self.sql_mode = one_partition and _list_free(dataflow, inputs)
+        self.sql_mode = one_partition and list_free(dataflow, inputs)
         self.full: dict = {}  # relation -> DataFrame, or _Cte in SQL mode
         self.sizes: dict = {}  # CTE relation -> about how many plan nodes it adds where it is read
         self.uses = Counter(step.relation for st in dataflow.strata for r in st.init_rules + st.delta_rules
@@ -1042,51 +1035,6 @@ def _empty_select(s: Storage):
     cols = [exp.alias_(exp.Cast(this=exp.Null(), to=exp.DataType.build(f.dataType.simpleString(), dialect=DIALECT)),
                        f"c{i}") for i, f in enumerate(schema_for(s).fields)]
     return coalesced(exp.select(*cols, copy=False).where(exp.false(), copy=False))
-
-
-_LIST_FUNCTIONS = ("cons", "append", "concat", "list", "set", "union", "intersect", "remove")
-
-
-def _list_free(dataflow: Dataflow, inputs: dict) -> bool:
-    """No relation of the run can hold a list: no list facts, literals, list functions
-    or set/list aggregates, no array inputs, no declared type the runtime does not know."""
-    from pyspark.sql.types import ArrayType
-
-    from ..bootstrap import builtins as B
-    from .io import DECLARED
-
-    def term_ok(t) -> bool:
-        if isinstance(t, S.ListExpr) or (isinstance(t, S.Const) and isinstance(t.value, (list, tuple))):
-            return False
-        if isinstance(t, S.Call):
-            return B.canonical(t.func) not in _LIST_FUNCTIONS and all(term_ok(a) for a in t.args)
-        if isinstance(t, S.Aggregate):
-            return t.func not in ("set", "list") and (t.arg is None or term_ok(t.arg))
-        if isinstance(t, S.BinOp):
-            return term_ok(t.left) and term_ok(t.right)
-        if isinstance(t, S.UnOp):
-            return term_ok(t.arg)
-        if isinstance(t, S.Cond):
-            return term_ok(t.test) and term_ok(t.then) and term_ok(t.other)
-        return True
-
-    if any(isinstance(v, (list, tuple)) for _, values in dataflow.facts for v in values):
-        return False
-    for s in dataflow.relations.values():
-        if any(t != "any" and t not in DECLARED for t in s.types):
-            return False
-        if any(a.func in ("set", "list") for a in s.aggregates):
-            return False
-    for given in inputs.values():
-        if not isinstance(given, SqlInput) and any(isinstance(f.dataType, ArrayType) for f in given.schema.fields):
-            return False
-    for st in dataflow.strata:
-        for r in st.init_rules + st.delta_rules:
-            terms = list(r.head_args) + [a for step in r.steps for a in step.args]
-            terms += [step.expr for step in r.steps if step.expr is not None]
-            if not all(term_ok(t) for t in terms):
-                return False
-    return True
 
 
 class _Named(Mapping):

@@ -19,6 +19,15 @@ DECLARED = {"number": "bigint", "unsigned": "bigint", "int": "bigint", "integer"
             "float": "double", "double": "double", "symbol": "string", "string": "string", "bool": "boolean"}
 
 
+def plain(v):
+    """A value Spark returned (a Row, a list) as plain Python: rows and lists become tuples."""
+    if isinstance(v, (list, tuple)):
+        return tuple(plain(x) for x in v)
+    if hasattr(v, "asDict"):
+        return tuple(plain(x) for x in v)
+    return v
+
+
 def _spark_type(name: str):
     from pyspark.sql import types as T
 

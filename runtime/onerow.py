@@ -44,7 +44,7 @@ from sqlglot.dialects import spark as sqlglot_spark
 
 from ..bootstrap import syntax as S
 from .dataflow import Dataflow, RulePlan, Storage, Stratum
-from .sql import DIALECT, Expr, fn, lit
+from .sql import DIALECT, Expr, fn, list_free, lit
 
 # sqlglot's Spark dialect, without the rewrites it applies to every SELECT (qualify,
 # DISTINCT ON, UNNEST, ANY): these statements use none, and walking the deep
@@ -70,9 +70,7 @@ class ArrayInput:
 
 def unsupported(dataflow: Dataflow, inputs: dict) -> Optional[str]:
     """Why this evaluator cannot run the program, or None."""
-    from .engine import _list_free
-
-    if not _list_free(dataflow, {}):
+    if not list_free(dataflow, {}):
         return "a relation may hold lists"
     for name, s in dataflow.relations.items():
         if s.arity == 0:
@@ -574,7 +572,7 @@ def evaluate(spark, requests: list, now: str) -> tuple:
     Raises Unsupported before any Spark call."""
     import time
 
-    from .engine import _plain
+    from .io import plain as _plain
 
     started = time.perf_counter()
     for r in requests:

@@ -504,3 +504,48 @@ def one_partition_joins(tables: list, projections: list, where: list) -> exp.Sel
     if where:
         select = select.where(exp.and_(*[moved(w, visible, level) for w in where]))
     return select
+
+
+_LIST_FUNCTIONS = ("cons", "append", "concat", "list", "set", "union", "intersect", "remove")
+
+
+def list_free(dataflow, inputs: dict) -> bool:
+    """No relation of the run can hold a list: no list facts, literals, list functions
+    or set/list aggregates, no array inputs, no declared type the runtime does not know."""
+    from pyspark.sql.types import ArrayType
+
+    from .io import DECLARED
+
+    def term_ok(t) -> bool:
+        if isinstance(t, S.ListExpr) or (isinstance(t, S.Const) and isinstance(t.value, (list, tuple))):
+            return False
+        if isinstance(t, S.Call):
+            return B.canonical(t.func) not in _LIST_FUNCTIONS and all(term_ok(a) for a in t.args)
+        if isinstance(t, S.Aggregate):
+            return t.func not in ("set", "list") and (t.arg is None or term_ok(t.arg))
+        if isinstance(t, S.BinOp):
+            return term_ok(t.left) and term_ok(t.right)
+        if isinstance(t, S.UnOp):
+            return term_ok(t.arg)
+        if isinstance(t, S.Cond):
+            return term_ok(t.test) and term_ok(t.then) and term_ok(t.other)
+        return True
+
+    if any(isinstance(v, (list, tuple)) for _, values in dataflow.facts for v in values):
+        return False
+    for s in dataflow.relations.values():
+        if any(t != "any" and t not in DECLARED for t in s.types):
+            return False
+        if any(a.func in ("set", "list") for a in s.aggregates):
+            return False
+    for given in inputs.values():  # a DataFrame has a schema; a query input (engine.SqlInput) holds no lists
+        schema = getattr(given, "schema", None)
+        if schema is not None and any(isinstance(f.dataType, ArrayType) for f in schema.fields):
+            return False
+    for st in dataflow.strata:
+        for r in st.init_rules + st.delta_rules:
+            terms = list(r.head_args) + [a for step in r.steps for a in step.args]
+            terms += [step.expr for step in r.steps if step.expr is not None]
+            if not all(term_ok(t) for t in terms):
+                return False
+    return True

@@ -1,0 +1,286 @@
+"""The semantics of a stratum, defined once for every strategy that evaluates one.
+
+A strategy is a backend of this module: it says how a relation's tuples are held and
+how the few operations of `Tables` run (pandas frames in `runtime/columnar.py`, Spark
+DataFrames or SQL common table expressions in `runtime/engine.py`, array expressions
+folded inside one SQL statement in `runtime/onerow.py`). What a relation holds, what a
+round of recursion finds new, and when a recursion stops are decided here and nowhere
+else; `tests/oracle.py` is the independent reference all of them are tested against.
+
+What a relation holds (`kind`):
+
+- ``set``: a set of tuples. New in a round: the tuples not held yet.
+- ``numbered`` (`autoinc<*>`): its distinct groups, numbered 0, 1, ... in ascending
+  order. Inside recursion a round's new groups are numbered after every earlier one,
+  and a group keeps its number.
+- ``grouped`` (head aggregates): group on the other columns; no group columns is one
+  group, and no valuations give no tuple. Inside recursion only min/max are allowed
+  and follow PreM (seed 003): a tuple is new when its group is new or its value
+  better, and it replaces the old tuple of its group.
+- ``keyed`` (a primary key): per key one tuple, the greatest of the other columns (for
+  determinism); a derived tuple that differs from the one held replaces it (Overlog
+  §2.2.3).
+
+A semi-naive round, per kind (`new_delta`, then `absorb`); `cand` is what the delta
+rules derived this round, `full` the relation so far:
+
+    set        delta = cand - full                                  full = full + delta
+    numbered   delta = groups(cand) - groups(full), numbered from |full|   full = full + delta
+    grouped    delta = aggregate(cand), where new or better than full   full = full, delta replacing its groups
+    keyed      delta = greatest per key(cand) - full                full = full, delta replacing its keys
+
+A recursive stratum (`fixpoint`) runs rounds while a relation that a delta rule derives
+gained tuples. Soufflé's `.limitsize R(n=N)` stops it before a round once R holds N
+tuples (the round that reached N is kept whole). More rounds than the iteration limit is
+`NoFixpoint`, which `no_fixpoint_error` turns into the diagnostic naming the stratum,
+the relations still growing and the likeliest rule. Negation reads complete lower
+strata: the planner's stratification guarantees it, so nothing here checks it.
+
+>>> import pandas as pd
+>>> from evita.runtime.columnar import PandasTables
+>>> from evita.runtime.dataflow import Aggregation, Storage
+>>> dist = Storage("dist", 2, ("node", "d"), ("number", "number"), "derived",
+...                aggregates=(Aggregation(1, "min", premappable=True),))
+>>> t = PandasTables()
+>>> full = combine(t, dist, [pd.DataFrame({"c0": [1, 2, 2], "c1": [5, 7, 4]})])
+>>> delta = new_delta(t, dist, full, pd.DataFrame({"c0": [1, 3], "c1": [6, 1]}))
+>>> delta.values.tolist()          # 1 is no better than 5; 3 is a new group
+[[3, 1]]
+>>> sorted(absorb(t, dist, full, delta).values.tolist())
+[[1, 5], [2, 4], [3, 1]]
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..bootstrap import syntax as S
+from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from .dataflow import Storage, Stratum
+
+
+# ---------------------------------------------------------------- what a relation holds
+
+def kind(s: Storage) -> str:
+    """``set``, ``numbered``, ``grouped`` or ``keyed`` (the module docstring says what each holds)."""
+    if any(a.func in S.NUMBERING for a in s.aggregates):
+        return "numbered"
+    if s.aggregates:
+        return "grouped"
+    if s.keys is not None:
+        return "keyed"
+    return "set"
+
+
+def replaced_on(s: Storage) -> tuple:
+    """The columns on which a new tuple replaces an old one: the group columns of a
+    grouped relation, the key of a keyed one."""
+    return tuple(s.group_columns) if s.aggregates else tuple(s.keys)
+
+
+class Tables:
+    """A backend: how tables are held, and the operations the semantics is built from.
+
+    Every operation gets the relation's `Storage` first, so a backend may keep state per
+    relation (the columnar evaluator's hash set of tuples seen). `union` takes a list of
+    parts, which a backend may hold in any form it can union (rule outputs, facts); the
+    other operations take what `union` or an earlier operation returned.
+
+    The operations below the line have a definition in terms of the ones above it; a
+    backend overrides them where it has a cheaper way to the same answer.
+    """
+
+    def empty(self, s: Storage):
+        raise NotImplementedError
+
+    def union(self, s: Storage, parts: list):
+        """The bag union of `parts` (at least one)."""
+        raise NotImplementedError
+
+    def distinct(self, s: Storage, t):
+        raise NotImplementedError
+
+    def aggregate(self, s: Storage, t):
+        """Per group of `s.group_columns`, the aggregates of `s.aggregates`."""
+        raise NotImplementedError
+
+    def greatest_per_key(self, s: Storage, t):
+        raise NotImplementedError
+
+    def number(self, s: Storage, t, old=None):
+        """The distinct groups of `t` that `old` does not hold, numbered |old|, |old| + 1,
+        ... in ascending order of their columns (`old` None: none, from 0)."""
+        raise NotImplementedError
+
+    def minus(self, s: Storage, t, other, columns: Optional[tuple] = None):
+        """The rows of `t` whose `columns` (all when None) match no row of `other`."""
+        raise NotImplementedError
+
+    def count(self, tables: dict) -> dict:
+        """name -> how many rows, for several tables at once (on Spark, one action)."""
+        raise NotImplementedError
+
+    def cleared(self, s: Storage, t):
+        """No rows, typed as `t` is."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ derived operations
+
+    def new_tuples(self, s: Storage, full, cand):
+        """A set's delta: the distinct tuples of `cand` that `full` does not hold."""
+        return self.minus(s, self.distinct(s, cand), full)
+
+    def improved(self, s: Storage, new, full):
+        """PreM: the tuples of `new` (one per group) whose group `full` lacks or whose
+        value beats the one `full` holds."""
+        return self.minus(s, self.aggregate(s, self.union(s, [full, new])), full)
+
+    def replace(self, s: Storage, full, delta, columns: tuple):
+        """`full` with the tuples of `delta` replacing those that agree on `columns`."""
+        return self.union(s, [self.minus(s, full, delta, columns), delta])
+
+    def extend(self, s: Storage, full, delta):
+        """`full` with `delta`, which holds nothing `full` does, added."""
+        return self.union(s, [full, delta])
+
+    def hold(self, s: Storage, delta):
+        """A round's delta, about to be counted and then read by the next round (on
+        Spark: cached, so the counting fills it)."""
+        return delta
+
+    def settle(self, s: Storage, delta):
+        """A delta once counted (on Spark: cut from its lineage)."""
+        return delta
+
+
+def combine(tables: Tables, s: Storage, parts: list):
+    """Rule outputs, facts and inputs -> what the relation holds."""
+    if not parts:
+        return tables.empty(s)
+    bag = tables.union(s, parts)
+    k = kind(s)
+    if k == "numbered":
+        return tables.number(s, bag)
+    if k == "grouped":
+        return tables.aggregate(s, bag)
+    if k == "keyed":
+        return tables.greatest_per_key(s, bag)
+    return tables.distinct(s, bag)
+
+
+def new_delta(tables: Tables, s: Storage, full, cand):
+    """What this round's derivations `cand` (a bag from `Tables.union`) add to `full`."""
+    k = kind(s)
+    if k == "set":
+        return tables.new_tuples(s, full, cand)
+    if k == "numbered":
+        return tables.number(s, cand, full)
+    if k == "grouped":
+        return tables.improved(s, tables.aggregate(s, cand), full)
+    return tables.minus(s, tables.greatest_per_key(s, cand), full)
+
+
+def absorb(tables: Tables, s: Storage, full, delta):
+    """The relation after a round whose delta is `delta`."""
+    if kind(s) in ("set", "numbered"):
+        return tables.extend(s, full, delta)
+    return tables.replace(s, full, delta, replaced_on(s))
+
+
+# ---------------------------------------------------------------- a recursive stratum
+
+def looping(st: Stratum) -> list:
+    """The stratum's relations that a delta rule derives: the ones whose deltas drive rounds."""
+    return [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
+
+
+class NoFixpoint(Exception):
+    """The iteration limit was reached; `sizes`: the last deltas' sizes."""
+
+    def __init__(self, sizes: dict):
+        super().__init__(f"no fixpoint; last deltas: {sizes}")
+        self.sizes = sizes
+
+
+@dataclass
+class Fixpoint:
+    full: dict  # relation -> what it holds at the end
+    rounds: list = field(default_factory=list)  # (seconds, {relation: delta size}) per round, from 1
+    stopped: Optional[str] = None  # why a size limit ended the recursion early
+
+
+def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: dict, derive: Callable, *,
+             max_iterations: int, on_round: Optional[Callable] = None) -> Fixpoint:
+    """Run the rounds of a recursive stratum from `start` (relation -> its tuples after
+    the init rules; `sizes`: how many each holds). `derive(name, read)` -> the bag of
+    what the delta rules of `name` derive this round, reading each atom's relation
+    through `read(step)` (the relation so far, or its last delta for a delta atom), or
+    None when no rule derives anything. `on_round(i, sizes, seconds)` follows each round."""
+    full = dict(start)
+    delta = dict(start)
+    growing = looping(st)
+    limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
+    held = {n: sizes.get(n, 0) for n in limits}
+    out = Fixpoint(full)
+
+    def read(step):
+        return delta[step.relation] if step.delta else full[step.relation]
+
+    iteration = 0
+    while any(sizes.get(n, 0) for n in growing):
+        reached = [n for n, limit in limits.items() if held[n] >= limit]
+        if reached:  # Soufflé's rule: before a round, once R holds N tuples
+            out.stopped = (f"stratum {st.index} stopped after {iteration} rounds: " + ", ".join(
+                f"{n} holds {held[n]} tuples (.limitsize {n}(n={limits[n]}))" for n in reached))
+            break
+        iteration += 1
+        if iteration > max_iterations:
+            raise NoFixpoint(sizes)
+        t0 = time.perf_counter()
+        new = {}
+        for n in growing:
+            s = storages[n]
+            cand = derive(n, read)
+            new[n] = tables.hold(s, new_delta(tables, s, full[n], cand)) if cand is not None else \
+                tables.cleared(s, delta[n])
+        sizes = tables.count(new)
+        for n in st.relations:
+            s = storages[n]
+            if n in new:
+                delta[n] = tables.settle(s, new[n])
+                full[n] = absorb(tables, s, full[n], delta[n])
+            else:
+                delta[n] = tables.cleared(s, delta[n])
+        for n in limits:  # a set gains its delta; what a grouped or keyed relation holds is counted
+            s = storages[n]
+            held[n] = held[n] + sizes.get(n, 0) if kind(s) in ("set", "numbered") else \
+                tables.count({n: full[n]})[n]
+        seconds = time.perf_counter() - t0
+        out.rounds.append((seconds, sizes))
+        if on_round is not None:
+            on_round(iteration, sizes, seconds)
+    return out
+
+
+def no_fixpoint_error(st: Stratum, storages: dict, sizes: dict, max_iterations: int) -> EvitaError:
+    """The diagnostic for a stratum that did not converge, the same for every strategy."""
+    growing = [n for n, v in sizes.items() if v]
+    # autoinc(): its numbers make every tuple new, so a rule of it is the likelier cause
+    numbering = [n for n in st.relations if kind(storages[n]) == "numbered"]
+    rule = next((r for r in st.delta_rules if r.head in numbering), None) or \
+        next((r for r in st.delta_rules if r.head in growing), None)
+    span = rule.span if rule else S.NOWHERE
+    hint = ("a rule may build ever new values (unbounded arithmetic, growing lists); bound it, "
+            "or raise the limit with --max-iterations")
+    if numbering:
+        hint = ("autoinc() gives each new binding of its rule a fresh number, so the tuples it derives are "
+                "always new, and a recursion that reads them back ends only when no new binding comes (Soufflé's "
+                "does not end either); bound it with a condition (x < 100), or number the relation in a later "
+                "stratum: q(x, autoinc()) :- p(x).")
+    return EvitaError([Diagnostic(
+        "no-fixpoint",
+        f"stratum {st.index} did not reach a fixpoint within {max_iterations} iterations: "
+        + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing)
+        + (f" (rule {rule.rule}" + (f", as {rule.name}" if rule.name != rule.rule else "") + ")" if rule else ""),
+        span, "autoinc" if numbering else growing[0] if growing else "", hint)])
