@@ -42,7 +42,7 @@ from typing import Optional
 from ..bootstrap import syntax as S
 from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError
-from . import columnar, progress
+from . import columnar, progress, semantics
 from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
 from .io import plain as _plain
 from .sql import DIALECT, coalesced, list_free, rule_select, select_all, subquery, table, union_all
@@ -385,6 +385,8 @@ class _Engine:
             return self.not_small(st, str(e))
         for name in st.relations:
             self.tables[name], self.full[name] = out.tables[name], frames[name]
+        if out.stopped:
+            self.notes.append(out.stopped)
         for i, (seconds, sizes) in enumerate(out.iterations):
             if i == 0:  # the start includes gathering the inputs and handing the results to Spark
                 seconds = time.perf_counter() - t0 - sum(s for s, _ in out.iterations[1:])
@@ -618,32 +620,14 @@ class _Engine:
     # ------------------------------------------------------------ per-relation semantics
 
     def combine(self, s: Storage, frames: list, selects: list = ()):
-        """Rule outputs -> the relation's tuples (set, grouped, or one per key); a CTE
-        in SQL mode, else a DataFrame."""
-        from .io import empty_frame
-
-        selects = list(selects)
-        if not frames and not selects:
-            return self.define(_empty_select(s)) if self.sql_mode else empty_frame(self.spark, s)
-        union = self.union_select(selects, frames)
-        if self.sql_mode:
-            if _numbering(s):
-                return self.define(_numbered_select(union, s))
-            if s.aggregates:
-                return self.define(_grouped_select(union, s))
-            if s.keys is not None:
-                return self.define(_keyed_select(union, s))
-            return self.define(_distinct_select(union))
-        if s.aggregates or s.keys is not None:
-            df = self.sql_frame(union)
-            return self.group(df, s) if s.aggregates else self.one_per_key(df, s)
-        return self.sql_frame(_distinct_select(union))
+        """Rule outputs, facts and inputs -> the relation's tuples (`semantics.combine`):
+        a CTE in SQL mode, else a DataFrame."""
+        tables = SqlTables(self) if self.sql_mode else FrameTables(self)
+        return semantics.combine(tables, s, list(selects) + list(frames))
 
     def group(self, df, s: Storage):
         from pyspark.sql import functions as F
 
-        if _numbering(s):
-            return self.numbered(_group_keys(df, s).distinct(), s, F.lit(0))
         aggs = {a.column: a.func for a in s.aggregates}
         groups = [f"c{i}" for i in s.group_columns]
         exprs = []
@@ -743,60 +727,39 @@ class _Engine:
         for name in looping:
             self.full[name] = self.delta[name] = self.rebase(self.full[name])
         self.record(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
-        pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
+        self.to_fixpoint(st, sizes, FrameTables(self))
 
-        def iterate() -> dict:
-            new_delta = {}
-            for name in looping:
-                s = self.df.relations[name]
-                new_delta[name] = self.keep(self.advance(s, self.candidates(name, st.delta_rules)))
-            for name in st.relations:
-                if name not in looping:
-                    self.delta[name] = self.full[name].limit(0)
-            sizes = self.count_deltas_of(new_delta)
-            for name in looping:
-                s = self.df.relations[name]
-                d = self.delta[name] = self.rebase(new_delta[name])
-                if s.aggregates or s.keys is not None:
-                    self.full[name] = self.rebase(self.replace(s, self.full[name], d))
-                else:
-                    pieces[name].append(d)
-                    if len(pieces[name]) >= COMPACT_EVERY:
-                        pieces[name] = [self.rebase(reduce(lambda a, b: a.union(b), pieces[name]))]
-                    self.full[name] = reduce(lambda a, b: a.union(b), pieces[name])
-            return sizes
-        self.to_fixpoint(st, looping, sizes, iterate)
+    def to_fixpoint(self, st: Stratum, sizes: dict, tables: "_SparkTables") -> None:
+        """The rounds of a recursive stratum from its start (`self.full`; `sizes`: how
+        many tuples each relation starts with), as `semantics.fixpoint` defines them,
+        on Spark through `tables`, with stats per round."""
+        self._round_actions = self._actions
 
-    def to_fixpoint(self, st: Stratum, looping: list, sizes: dict, iterate) -> None:
-        """Call `iterate` (one semi-naive round; returns the new deltas' sizes) while a
-        looping relation gained tuples, within the iteration limit, with stats per round."""
-        iteration = 0
-        limits = {n: self.df.relations[n].limit for n in st.relations if self.df.relations[n].limit is not None}
-        totals = {n: sizes.get(n, 0) for n in limits}  # the start: whole relations
-        while any(sizes.get(n, 0) for n in looping):
-            if self.limit_reached(st, limits, totals, iteration):
-                return
-            iteration += 1
-            if iteration > self.max_iterations:
-                self.no_fixpoint(st, sizes)
-            t0 = time.perf_counter()
-            before = self._actions
-            sizes = iterate()
-            for n in limits:  # a set gains its delta; a grouped or keyed relation is counted
-                s = self.df.relations[n]
-                totals[n] = totals[n] + sizes.get(n, 0) if not s.aggregates and s.keys is None else \
-                    self.action(self.frame(self.full[n]).groupBy().count())[0][0]
-            self.record(IterationStats(st.index, iteration, self._actions - before, sizes,
-                                       time.perf_counter() - t0))
+        def derive(name, read):
+            def view_of(step):
+                here = step.relation in st.relations
+                return self.view(read(step) if here else self.full[step.relation])
+            selects = [rule_select(r, view_of, self.array_cols, self.now, one_partition=self.one_partition)
+                       for r in st.delta_rules if r.head == name]
+            s = self.df.relations[name]
+            if s.located:  # shipped to where its tuples live first, then compared with what is there
+                return self.placed(self.sql_frame(self.union_select(selects, [])), s)
+            return _Bag(self.union_select(selects, []))
 
-    def limit_reached(self, st: Stratum, limits: dict, totals: dict, rounds: int) -> bool:
-        """Soufflé's `.limitsize R(n=N)`: the recursion stops before a round when R holds
-        N tuples or more; the round that reached N is kept whole."""
-        reached = [n for n, limit in limits.items() if totals[n] >= limit]
-        if reached:
-            self.notes.append(f"stratum {st.index} stopped after {rounds} rounds: " + ", ".join(
-                f"{n} holds {totals[n]} tuples (.limitsize {n}(n={limits[n]}))" for n in reached))
-        return bool(reached)
+        def on_round(i, sizes, seconds):
+            self.record(IterationStats(st.index, i, self._actions - self._round_actions, sizes, seconds))
+            self._round_actions = self._actions
+
+        start = {n: self.full[n] for n in st.relations}
+        try:
+            done = semantics.fixpoint(st, self.df.relations, tables, start, sizes, derive,
+                                      max_iterations=self.max_iterations, on_round=on_round)
+        except semantics.NoFixpoint as e:
+            self.no_fixpoint(st, e.sizes)
+        if done.stopped:
+            self.notes.append(done.stopped)
+        for name in st.relations:
+            self.full[name] = done.full[name]
 
     def run_recursive_sql(self, st: Stratum):
         """The semi-naive loop of a set-valued stratum in SQL mode, with fewer rounds of
@@ -804,42 +767,19 @@ class _Engine:
         EXCEPT statement behind a lazy local checkpoint (no cache: the checkpoint keeps
         the rows the counting action computes), and a relation so far is a CTE over its
         deltas. One action per iteration counts the new deltas."""
-        from sqlglot import exp
-
         self._stratum = st
         t0 = time.perf_counter()
         before = self._actions
         for name in st.relations:
             rel = self.combine(self.df.relations[name], self.seeds(name), self.candidates(name, st.init_rules))
             self.full[name] = self.delta[name] = self.materialize(rel)
-        looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         sizes = self.count_deltas(list(st.relations))
         for name in st.relations:  # empty starts may be retyped: as DataFrames
             if not sizes.get(name):
                 self.full[name] = self.delta[name] = self.frame(self.full[name])
         self.retype_empty_starts(st, sizes)
         self.record(IterationStats(st.index, 0, self._actions - before, sizes, time.perf_counter() - t0))
-        pieces = {n: [self.full[n]] for n in looping}  # full = union of these pieces
-
-        def iterate() -> dict:
-            new_delta = {}
-            for name in looping:
-                new = exp.except_(self.union_select(self.candidates(name, st.delta_rules), []),
-                                  select_all(self.view(self.full[name])), distinct=True, copy=False)
-                new_delta[name] = self.materialize(self.define(new))
-            for name in st.relations:
-                if name not in looping:
-                    self.delta[name] = self.define(select_all(self.view(self.full[name])).where(exp.false(), copy=False))
-            sizes = self.count_deltas_of(new_delta)
-            for name in looping:
-                self.delta[name] = new_delta[name]
-                pieces[name].append(new_delta[name])
-                whole = self.define(union_all([select_all(self.view(p)) for p in pieces[name]]))
-                if len(pieces[name]) >= COMPACT_EVERY:
-                    pieces[name] = [whole := self.materialize(whole)]
-                self.full[name] = whole
-            return sizes
-        self.to_fixpoint(st, looping, sizes, iterate)
+        self.to_fixpoint(st, sizes, SqlTables(self))
 
     def retype_empty_starts(self, st: Stratum, sizes: dict) -> None:
         """A relation of a recursive stratum that starts empty has untyped (string)
@@ -882,67 +822,8 @@ class _Engine:
             self.retire.append((self._actions + 1, df))
         return leaf
 
-    def advance(self, s: Storage, cand: list):
-        """The delta of one iteration: what is new or better than the relation so far."""
-        from pyspark.sql import functions as F
-
-        from sqlglot import exp
-
-        full = self.full[s.name]
-        if not cand:
-            return full.limit(0)
-        if _numbering(s):  # autoinc<*>: new groups only, numbered after every earlier one
-            old = self.single(full)
-            fresh = _group_keys(self.sql_frame(self.union_select(cand, [])), s).distinct()
-            fresh = fresh.join(_group_keys(old, s), list(fresh.columns), "left_anti")
-            numbered = self.numbered(fresh.crossJoin(old.agg(F.count(F.lit(1)).alias("_n"))), s, F.col("_n"))
-            return self.placed(numbered, s)  # numbered in one place, then shipped where located tuples live
-        if s.located:  # shipped to where they live first, then compared with what is there
-            derived = self.placed(self.sql_frame(self.union_select(cand, [])), s)
-            if not s.aggregates and s.keys is None:
-                return derived.subtract(full)
-            new = self.frame(self.combine(s, [derived]))
-        elif not s.aggregates and s.keys is None:  # EXCEPT is distinct: new tuples, once each
-            return self.sql_frame(exp.except_(self.union_select(cand, []), select_all(self.view(full)),
-                                              distinct=True, copy=False))
-        else:
-            new = self.frame(self.combine(s, [], cand))
-        if s.aggregates:  # PreM: a new group, or a better value for an old one
-            a = s.aggregates[0]
-            old = _renamed(self.single(full), "o")
-            g = s.group_columns
-            cond = _match(new, old, g, "o")
-            joined = new.join(old, cond, "left")
-            c, o = F.col(f"c{a.column}"), F.col(f"o{a.column}")
-            better = (c < o) if a.func == "min" else (c > o)
-            return joined.where(o.isNull() | better).select(*[f"c{i}" for i in range(s.arity)])
-        return self.single(new).subtract(self.single(full))  # keyed: only tuples that changed
-
-    def replace(self, s: Storage, full, delta):
-        """Tuples of `delta` replace those of `full` in the same group (or with the same key)."""
-        key = s.group_columns if s.aggregates else s.keys
-        return _anti(self.single(full), self.single(delta), key).union(delta)
-
     def no_fixpoint(self, st: Stratum, sizes: dict):
-        growing = [n for n, v in sizes.items() if v]
-        # autoinc(): its numbers make every tuple new, so a rule of it is the likelier cause
-        numbering = [n for n in st.relations if _numbering(self.df.relations[n])]
-        rule = next((r for r in st.delta_rules if r.head in numbering), None) or \
-            next((r for r in st.delta_rules if r.head in growing), None)
-        span = rule.span if rule else S.NOWHERE
-        hint = ("a rule may build ever new values (unbounded arithmetic, growing lists); bound it, "
-                "or raise the limit with --max-iterations")
-        if numbering:
-            hint = ("autoinc() gives each new binding of its rule a fresh number, so the tuples it derives are "
-                    "always new, and a recursion that reads them back ends only when no new binding comes (Soufflé's "
-                    "does not end either); bound it with a condition (x < 100), or number the relation in a later "
-                    "stratum: q(x, autoinc()) :- p(x).")
-        raise EvitaError([Diagnostic(
-            "no-fixpoint",
-            f"stratum {st.index} did not reach a fixpoint within {self.max_iterations} iterations: "
-            + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing)
-            + (f" (rule {rule.rule}" + (f", as {rule.name}" if rule.name != rule.rule else "") + ")" if rule else ""),
-            span, "autoinc" if numbering else growing[0] if growing else "", hint)])
+        raise semantics.no_fixpoint_error(st, self.df.relations, sizes, self.max_iterations)
 
     # ------------------------------------------------------------ end of the timestep
 
@@ -958,6 +839,158 @@ class _Engine:
                                                 self.single(self.frame(self.full[name])), key))
 
 
+# ---------------------------------------------------------------- the core's operations on Spark
+
+@dataclass
+class _Bag:
+    """A union of rule SELECTs and relations, not run yet: what `_SparkTables.union` gives."""
+    tree: object
+
+
+class _SparkTables(semantics.Tables):
+    """`runtime/semantics.py`'s operations on Spark. A table is a DataFrame or a common
+    table expression (`_Cte`); a union is one SQL tree (`_Bag`), so that a relation's
+    rules and seeds reach Spark as one statement."""
+
+    def __init__(self, engine: "_Engine"):
+        self.e = engine
+        self.pieces: dict = {}  # set relation -> the tables whose union it is
+
+    def union(self, s: Storage, parts: list):
+        from sqlglot import exp
+
+        selects = [p.tree if isinstance(p, _Bag) else p for p in parts if isinstance(p, (_Bag, exp.Expression))]
+        tables = [p for p in parts if not isinstance(p, (_Bag, exp.Expression))]
+        return _Bag(self.e.union_select(selects, tables))
+
+    def tree(self, t):
+        return t.tree if isinstance(t, _Bag) else select_all(self.e.view(t))
+
+    def count(self, tables: dict) -> dict:
+        return self.e.count_deltas_of(tables)
+
+
+class FrameTables(_SparkTables):
+    """On DataFrames: the loop for every kind of relation, and relations outside SQL mode."""
+
+    def df(self, t):
+        return self.e.sql_frame(t.tree) if isinstance(t, _Bag) else self.e.frame(t)
+
+    def empty(self, s: Storage):
+        from .io import empty_frame
+
+        return empty_frame(self.e.spark, s)
+
+    def distinct(self, s: Storage, t):
+        return self.e.sql_frame(_distinct_select(self.tree(t)))
+
+    def aggregate(self, s: Storage, t):
+        return self.e.group(self.df(t), s)
+
+    def greatest_per_key(self, s: Storage, t):
+        return self.e.one_per_key(self.df(t), s)
+
+    def number(self, s: Storage, t, old=None):
+        from pyspark.sql import functions as F
+
+        fresh = _group_keys(self.df(t), s).distinct()
+        if old is None:
+            return self.e.numbered(fresh, s, F.lit(0))
+        old = self.e.single(self.df(old))
+        fresh = fresh.join(_group_keys(old, s), list(fresh.columns), "left_anti")
+        numbered = self.e.numbered(fresh.crossJoin(old.agg(F.count(F.lit(1)).alias("_n"))), s, F.col("_n"))
+        return self.e.placed(numbered, s)  # numbered in one place, then shipped where located tuples live
+
+    def minus(self, s: Storage, t, other, columns=None):
+        t, other = self.e.single(self.df(t)), self.e.single(self.df(other))
+        return t.subtract(other) if columns is None else _anti(t, other, columns)
+
+    def cleared(self, s: Storage, t):
+        return self.df(t).limit(0)
+
+    def new_tuples(self, s: Storage, full, cand):
+        from sqlglot import exp  # EXCEPT is distinct: new tuples, once each
+
+        return self.e.sql_frame(exp.except_(self.tree(cand), select_all(self.e.view(full)), distinct=True, copy=False))
+
+    def improved(self, s: Storage, new, full):
+        from pyspark.sql import functions as F
+
+        new = self.df(new)
+        a = s.aggregates[0]
+        old = _renamed(self.e.single(self.df(full)), "o")
+        joined = new.join(old, _match(new, old, s.group_columns, "o"), "left")
+        c, o = F.col(f"c{a.column}"), F.col(f"o{a.column}")
+        better = (c < o) if a.func == "min" else (c > o)
+        return joined.where(o.isNull() | better).select(*[f"c{i}" for i in range(s.arity)])
+
+    def replace(self, s: Storage, full, delta, columns: tuple):
+        delta = self.df(delta)
+        return self.e.rebase(_anti(self.e.single(self.df(full)), self.e.single(delta), columns).union(delta))
+
+    def extend(self, s: Storage, full, delta):
+        pieces = self.pieces.setdefault(s.name, [full])
+        pieces.append(delta)
+        if len(pieces) >= COMPACT_EVERY:
+            pieces[:] = [self.e.rebase(reduce(lambda a, b: a.union(b), pieces))]
+        return reduce(lambda a, b: a.union(b), pieces)
+
+    def hold(self, s: Storage, delta):
+        return self.e.keep(delta)
+
+    def settle(self, s: Storage, delta):
+        return self.e.rebase(delta)
+
+
+class SqlTables(_SparkTables):
+    """In SQL mode: every relation a CTE of one statement; a round's new delta is one
+    EXCEPT behind a lazy local checkpoint, and a set so far a CTE over its deltas. The
+    engine's SQL loop runs set-valued strata only."""
+
+    def empty(self, s: Storage):
+        return self.e.define(_empty_select(s))
+
+    def distinct(self, s: Storage, t):
+        return self.e.define(_distinct_select(self.tree(t)))
+
+    def aggregate(self, s: Storage, t):
+        return self.e.define(_grouped_select(self.tree(t), s))
+
+    def greatest_per_key(self, s: Storage, t):
+        return self.e.define(_keyed_select(self.tree(t), s))
+
+    def number(self, s: Storage, t, old=None):
+        if old is not None:
+            raise NotImplementedError("the SQL loop runs set-valued strata")
+        return self.e.define(_numbered_select(self.tree(t), s))
+
+    def minus(self, s: Storage, t, other, columns=None):
+        from sqlglot import exp
+
+        if columns is not None:
+            raise NotImplementedError("the SQL loop runs set-valued strata")
+        return self.e.define(exp.except_(self.tree(t), self.tree(other), distinct=True, copy=False))
+
+    def cleared(self, s: Storage, t):
+        from sqlglot import exp
+
+        return self.e.define(self.tree(t).where(exp.false(), copy=False))
+
+    def new_tuples(self, s: Storage, full, cand):
+        return self.minus(s, cand, full)
+
+    def hold(self, s: Storage, delta):
+        return self.e.materialize(delta)
+
+    def extend(self, s: Storage, full, delta):
+        pieces = self.pieces.setdefault(s.name, [full])
+        pieces.append(delta)
+        whole = self.e.define(union_all([select_all(self.e.view(p)) for p in pieces]))
+        if len(pieces) >= COMPACT_EVERY:
+            pieces[:] = [whole := self.e.materialize(whole)]
+        return whole
+
+
 # ---------------------------------------------------------------- relations as SQL (SQL mode)
 
 def _subquery(union, alias: str = "u"):
@@ -970,10 +1003,6 @@ def _distinct_select(union):
 
 _SQL_AGGREGATES = {"count": "count({})", "sum": "sum({})", "min": "min({})", "max": "max({})", "avg": "avg({})",
                    "set": "array_sort(array_distinct(collect_list({})))", "list": "array_sort(collect_list({}))"}
-
-
-def _numbering(s: Storage) -> bool:
-    return any(a.func in S.NUMBERING for a in s.aggregates)
 
 
 def _group_keys(df, s: Storage):
