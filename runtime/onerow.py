@@ -257,7 +257,16 @@ class ArrayTables(semantics.Tables):
 
     A table is an expression, not a value, so one that is read twice is bound first
     (`_let`, or the fold's bindings): these operations read each argument once, except
-    `minus` by columns and `replace`, which the fold hands bound arrays."""
+    `minus` by columns (and so a keyed relation's `replace`), which reads `other` once
+    per tuple of `t`: the fold hands it the round's bound delta.
+
+    A keyed relation's delta replaces the tuples of `full` with its keys:
+
+    >>> from .dataflow import Storage
+    >>> level = Storage("level", 2, ("x", "n"), ("number", "number"), "derived", keys=(0,))
+    >>> print(semantics.absorb(TABLES, level, exp.column("full"), exp.column("delta")).sql(_DIALECT))
+    CONCAT(FILTER(full, mx -> NOT (EXISTS(delta, my -> my.c0 IS NOT DISTINCT FROM mx.c0))), delta)
+    """
 
     def empty(self, s: Storage):
         from .io import schema_for
