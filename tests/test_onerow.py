@@ -184,17 +184,20 @@ def test_min_inside_recursion_agrees_with_the_oracle(spark):
     assert (1, 2, 3) in one["dist"] and (1, 2, 7) not in one["dist"]
 
 
-def test_size_limits_and_autoinc_fall_back_to_the_engine():
+def test_size_limits_and_autoinc_fall_back_to_the_engine(spark, monkeypatch):
     """The fold runs to empty deltas and numbers nothing: `unsupported` says so, and the
     caller runs such a program on the engine."""
     from evita.bootstrap.planner import plan
     from evita.runtime import onerow
 
-    limited = plan(parse_program(".decl n(x: number)\n.limitsize n(n=5)\nn(0).\nn(y) :- n(x), y = x + 1.\n",
-                                 "<test>"))
-    assert "limitsize" in onerow.unsupported(limited, {})
-    numbered = plan(parse_program("p(1). p(2). q(X, autoinc<*>) :- p(X).", "<test>"))
-    assert "autoinc" in onerow.unsupported(numbered, {})
+    limited = ".decl n(x: number)\n.limitsize n(n=5)\nn(0).\nn(y) :- n(x), y = x + 1.\n"
+    assert "limitsize" in onerow.unsupported(plan(parse_program(limited, "<test>")), {})
+    numbered = "p(2). p(1). q(X, autoinc<*>) :- p(X)."
+    assert "autoinc" in onerow.unsupported(plan(parse_program(numbered, "<test>")), {})
+    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)  # past the in-process evaluator
+    before = len(st.FALLBACKS)
+    assert _run(spark, numbered, ["q"], "auto")["q"] == {(1, 0), (2, 1)}
+    assert len(st.FALLBACKS) == before + 1 and "autoinc" in st.FALLBACKS[-1][1]
 
 
 def test_range_generates_in_one_row_too(spark):
