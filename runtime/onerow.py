@@ -1,18 +1,22 @@
-"""Catalog-sized programs as one Spark SQL statement over one row.
+"""Catalog-sized programs as one Spark SQL statement over one row: the array backend
+of `runtime/semantics.py`.
 
 A catalog program (a stage, the lattice, the integrity checks) reads a few hundred
 rows, so what it costs is Spark's fixed price per job and per planning round, not
 data. Here the whole program becomes one SELECT that yields a single row:
 
-- a relation is a column holding an array of structs (c0, c1, ...);
+- a relation is a column holding an array of structs (c0, c1, ...), and `ArrayTables`
+  holds the semantics' tables as such arrays: its operations are Spark's higher-order
+  functions (`array_except`, `filter`/`exists`, a sort to group by), so what a relation
+  holds and what a round finds new are `semantics.combine`, `new_delta` and `absorb`;
 - a stratum is one projection adding its relations' columns to the row;
 - a rule is nested higher-order functions: each atom `filter`s its relation's array
   by the equalities on variables bound so far, and each match is `transform`ed into
   the rest of the rule (`flatten` joins the pieces); a negated atom or a selection
   wraps the rest in `IF(...)` (`NOT exists(...)` for negation); assignments are inlined;
-- a recursive stratum is a fold, `aggregate(sequence(1, max_iterations), start, step)`,
-  whose state holds each relation's tuples so far (`f`) and its last delta (`d`); a
-  step derives the new deltas semi-naively (`array_except` with what is known) and,
+- a recursive stratum is `semantics.fixpoint`'s loop as a fold,
+  `aggregate(sequence(1, max_iterations), start, step)`, whose state holds each
+  relation's tuples so far (`f`) and its last delta (`d`); a step is one round and,
   once every delta is empty, returns the state unchanged.
 
 So a program is one Spark job of one task, whatever its depth of recursion, and no
@@ -28,9 +32,9 @@ is the same evaluation as one SELECT, to read), and every column sits behind a
 non-deterministic no-op (`_computed_once`) so that Spark computes it once.
 
 What it does not do (`Unsupported`; the caller runs the program on `engine.run`):
-lists, nullary relations, delete rules, aggregates inside recursion other than the
-min/max that recursion allows (PreM: an improved tuple replaces the old one, as a
-keyed relation's greater tuple does).
+lists, nullary relations, delete rules, numbering (autoinc), size limits (the fold
+cannot stop before its deltas are empty), aggregates inside recursion other than the
+min/max that recursion allows.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ from sqlglot import exp
 from sqlglot.dialects import spark as sqlglot_spark
 
 from ..bootstrap import syntax as S
+from . import semantics
 from .dataflow import Dataflow, RulePlan, Storage, Stratum
 from .sql import DIALECT, Expr, fn, list_free, lit
 
@@ -77,6 +82,10 @@ def unsupported(dataflow: Dataflow, inputs: dict) -> Optional[str]:
             return f"{name} has no columns"
         if s.kind == "deletion":
             return f"{name} has delete rules"
+        if s.limit is not None:  # the fold has no way to stop before its deltas are empty
+            return f"{name} has a size limit (.limitsize)"
+        if semantics.kind(s) == "numbered":
+            return f"{name} numbers its tuples (autoinc)"
     for st in dataflow.strata:
         # A level's relations that no rule of it re-derives (no delta rule) are computed
         # once at its start, like a stratum of their own: only looping ones matter here.
@@ -242,32 +251,97 @@ def _lambda_pair(a: str, b: str, body) -> exp.Lambda:
     return exp.Lambda(this=body, expressions=[exp.to_identifier(a), exp.to_identifier(b)])
 
 
-def combine(s: Storage, parts: list) -> exp.Expression:
-    """The relation's tuples from its parts (bags): a set, one tuple per group with the
-    aggregates, or one per key (the greatest other columns), as the engine does."""
-    union = _concat(parts)
-    if s.aggregates:
+class ArrayTables(semantics.Tables):
+    """`runtime/semantics.py`'s operations over arrays of structs (c0, c1, ...): each
+    returns a sqlglot expression, to be computed by Spark inside the one statement.
+
+    A table is an expression, not a value, so one that is read twice is bound first
+    (`_let`, or the fold's bindings): these operations read each argument once, except
+    `minus` by columns (and so a keyed relation's `replace`), which reads `other` once
+    per tuple of `t`: the fold hands it the round's bound delta.
+
+    A keyed relation's delta replaces the tuples of `full` with its keys:
+
+    >>> from .dataflow import Storage
+    >>> level = Storage("level", 2, ("x", "n"), ("number", "number"), "derived", keys=(0,))
+    >>> print(semantics.absorb(TABLES, level, exp.column("full"), exp.column("delta")).sql(_DIALECT))
+    CONCAT(FILTER(full, mx -> NOT (EXISTS(delta, my -> my.c0 IS NOT DISTINCT FROM mx.c0))), delta)
+    """
+
+    def empty(self, s: Storage):
+        from .io import schema_for
+
+        return typed_empty([f.dataType.simpleString() for f in schema_for(s).fields])
+
+    def union(self, s: Storage, parts: list):
+        return _concat(parts)
+
+    def distinct(self, s: Storage, t):
+        return fn("array_distinct", t)
+
+    def aggregate(self, s: Storage, t):
         aggs = {a.column: a.func for a in s.aggregates}
         groups = list(s.group_columns)
         if not groups:  # grouped on a constant: no valuations give no tuple
-            return exp.If(this=exp.EQ(this=fn("size", union), expression=lit(0)), true=fn("array"),
-                          false=fn("array", _struct([_aggregate(aggs[i], fn("transform", union, _lambda(
-                              "t", _field("t", f"c{i}")))) for i in range(s.arity)])))
+            return _let(t, "agg_u", exp.If(
+                this=exp.EQ(this=fn("size", exp.column("agg_u")), expression=lit(0)), true=fn("array"),
+                false=fn("array", _struct([_aggregate(aggs[i], fn("transform", exp.column("agg_u"), _lambda(
+                    "t", _field("t", f"c{i}")))) for i in range(s.arity)]))))
 
         def aggregated(members, key):
             return _struct([_aggregate(aggs[i], fn("transform", members, _lambda("t", _field("t", f"c{i}"))))
                             if i in aggs else exp.Dot(this=exp.Paren(this=key), expression=exp.to_identifier(f"k{i}"))
                             for i in range(s.arity)])
-        return _grouped(union, groups, aggregated)
-    if s.keys is not None:
+        return _grouped(t, groups, aggregated)
+
+    def greatest_per_key(self, s: Storage, t):
         rest = [i for i in range(s.arity) if i not in s.keys]
 
         def greatest(members, key):
             best = exp.Paren(this=fn("array_max", fn("transform", members, _lambda("t", _struct_of("t", rest)))))
             return _struct([exp.Dot(this=exp.Paren(this=key) if i in s.keys else best, expression=exp.to_identifier(
                 f"k{i}")) for i in range(s.arity)])
-        return _grouped(union, list(s.keys), greatest)
-    return fn("array_distinct", union)
+        return _grouped(t, list(s.keys), greatest)
+
+    def number(self, s: Storage, t, old=None):
+        raise Unsupported(f"{s.name} numbers its tuples (autoinc)")
+
+    def minus(self, s: Storage, t, other, columns=None):
+        """Distinct when `columns` is None (array_except); tables that meet here are sets."""
+        if columns is None:
+            return fn("array_except", t, other)
+        if not columns:  # every tuple agrees on no columns
+            return exp.If(this=exp.EQ(this=fn("size", other), expression=lit(0)), true=t,
+                          false=fn("filter", t, _lambda("mx", exp.false())))
+        # null-safe, as array_except and the grouping's key comparison are
+        same = _and([exp.NullSafeEQ(this=_field("my", f"c{i}"), expression=_field("mx", f"c{i}")) for i in columns])
+        return fn("filter", t, _lambda("mx", exp.Not(this=exp.Paren(this=fn("exists", other, _lambda("my", same))))))
+
+    def count(self, tables: dict) -> dict:
+        """Sizes as expressions: inside one statement nothing is counted until the end."""
+        return {n: fn("size", t) for n, t in tables.items()}
+
+    def cleared(self, s: Storage, t):
+        return fn("filter", t, _lambda("t", exp.false()))
+
+    def new_tuples(self, s: Storage, full, cand):
+        return fn("array_except", cand, full)  # distinct already
+
+    def replace(self, s: Storage, full, delta, columns: tuple):
+        if semantics.kind(s) == "grouped":
+            # Only min/max aggregate inside recursion (`unsupported`), and a delta tuple
+            # beats the one it replaces: aggregating both is the replacement, by sorting
+            # rather than by a search of `delta` per tuple of `full`.
+            return self.aggregate(s, _concat([full, delta]))
+        return super().replace(s, full, delta, columns)
+
+
+TABLES = ArrayTables()
+
+
+def combine(s: Storage, parts: list) -> exp.Expression:
+    """The relation's tuples from its parts (bags): `semantics.combine` over arrays."""
+    return semantics.combine(TABLES, s, parts)
 
 
 def _let(value, var: str, body) -> exp.Expression:
@@ -403,9 +477,7 @@ class Program:
         return parts
 
     def declared_empty(self, s: Storage) -> exp.Expression:
-        from .io import schema_for
-
-        return typed_empty([f.dataType.simpleString() for f in schema_for(s).fields])
+        return TABLES.empty(s)
 
     def build(self, wanted: list) -> Built:
         base = [(self.column[n], self.relation(n)) for n, s in self.df.relations.items() if s.kind == "base"]
@@ -476,35 +548,32 @@ class Program:
         def cast(e, n):
             return exp.Cast(this=e, to=data_type(array_types[n]))
 
-        start = fn("named_struct", *[x for j, n in enumerate(names) for x in (
-            exp.Literal.string(f"f{j}"), cast(starts[j] if starts[j] is not None else fn("array"), n),
-            exp.Literal.string(f"d{j}"), cast(starts[j] if starts[j] is not None else fn("array"), n))],
-                   exp.Literal.string("i"), lit(0))
+        # each start is both the relation so far and the first delta: bound once, read twice
+        start = _let(fn("named_struct", *[x for j, n in enumerate(names) for x in (
+            exp.Literal.string(f"s{j}"), cast(starts[j] if starts[j] is not None else fn("array"), n))]), "s",
+            fn("named_struct", *[x for j in range(len(names)) for x in (
+                exp.Literal.string(f"f{j}"), _field("s", f"s{j}"), exp.Literal.string(f"d{j}"), _field("s", f"s{j}"))],
+               exp.Literal.string("i"), lit(0)))
         source = self.source(index)
-        new, replaced = [], []
+        # A round as `semantics.fixpoint` runs it: first every new delta, from the state
+        # the round starts with (bound as n.n<j>, so each is computed once), then each
+        # relation absorbs its delta; a relation no delta rule derives gains nothing.
+        deltas, grown = [], []
         for j, n in enumerate(names):
             s = self.df.relations[n]
+            full = _field("acc", f"f{j}")
             derived = self.derivations(n, st.delta_rules, source)
-            # A min/max (PreM) or keyed relation: an improved tuple replaces the old one,
-            # so n{j} is the relation's new whole; the delta is what it holds that is new.
-            replaced.append(bool(derived) and (bool(s.aggregates) or s.keys is not None))
-            if replaced[j]:
-                new.append(cast(combine(s, [_field("acc", f"f{j}"), cast(_concat(derived), n)]), n))
+            if derived:
+                cand = cast(TABLES.union(s, derived), n)
+                deltas.append(cast(semantics.new_delta(TABLES, s, full, cand), n))
+                grown += [exp.Literal.string(f"f{j}"), cast(semantics.absorb(TABLES, s, full, _field("n", f"n{j}")), n),
+                          exp.Literal.string(f"d{j}"), _field("n", f"n{j}")]
             else:
-                new.append(fn("array_except", cast(_concat(derived), n), _field("acc", f"f{j}")) if derived
-                           else fn("filter", _field("acc", f"f{j}"), _lambda("t", exp.false())))
-
-        def whole(j):
-            return _field("n", f"n{j}") if replaced[j] else fn("concat", _field("acc", f"f{j}"), _field("n", f"n{j}"))
-
-        def delta(j):
-            return fn("array_except", _field("n", f"n{j}"), _field("acc", f"f{j}")) if replaced[j] else \
-                _field("n", f"n{j}")
-        grown = fn("named_struct", *[x for j in range(len(names)) for x in (
-            exp.Literal.string(f"f{j}"), whole(j), exp.Literal.string(f"d{j}"), delta(j))],
-                   exp.Literal.string("i"), exp.Add(this=_field("acc", "i"), expression=lit(1)))
-        step = fn("element_at", fn("transform", fn("array", fn("named_struct", *[x for j in range(len(names)) for x in (
-            exp.Literal.string(f"n{j}"), new[j])])), _lambda("n", grown)), lit(1))
+                deltas.append(TABLES.cleared(s, full))
+                grown += [exp.Literal.string(f"f{j}"), full, exp.Literal.string(f"d{j}"), _field("n", f"n{j}")]
+        grown = fn("named_struct", *grown, exp.Literal.string("i"), exp.Add(this=_field("acc", "i"), expression=lit(1)))
+        step = _let(fn("named_struct", *[x for j in range(len(names)) for x in (
+            exp.Literal.string(f"n{j}"), deltas[j])]), "n", grown)
         quiet = _and([exp.EQ(this=fn("size", _field("acc", f"d{j}")), expression=lit(0)) for j in range(len(names))])
         body = exp.If(this=quiet, true=exp.column("acc"), false=step)
         state = fn("aggregate", fn("sequence", lit(1), lit(self.max_iterations)), start, _lambda_pair("acc", "i", body))

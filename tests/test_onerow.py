@@ -144,6 +144,62 @@ def test_min_and_keys_inside_recursion_match_the_engine(spark):
     assert (1, 2, 4) in one["hops"]
 
 
+KEYED = """
+edge(1, 2). edge(2, 3). seed(1, 1). seed(3, 10).
+// a keyed relation inside recursion: a derived tuple that differs from the one held
+// replaces it, a smaller one too (3's level 10 becomes 3)
+materialize(level, infinity, infinity, keys(1)).
+level(X, N) :- seed(X, N).
+level(Y, N) :- level(X, M), edge(X, Y), N := M + 1.
+"""
+
+
+def test_a_keyed_relation_inside_recursion_replaces_as_the_core_says(spark):
+    """runtime/semantics.py: delta = greatest per key(cand) - full, and the delta replaces
+    the tuples of full with its keys (not the greatest of old and new). The oracle does
+    not model keys; the engine and the in-process (columnar) backend do."""
+    before = len(st.FALLBACKS)
+    one = _run(spark, KEYED, ["level"], "one-row")
+    assert len(st.FALLBACKS) == before
+    assert one == {"level": {(1, 1), (2, 2), (3, 3)}}
+    assert one == _run(spark, KEYED, ["level"], "engine") == _run(spark, KEYED, ["level"], "in-process")
+
+
+MIN = """
+edge(1, 2, 7). edge(1, 3, 2). edge(3, 2, 1). edge(2, 4, 1). edge(4, 1, 1). edge(5, 6, 3).
+dist(X, Y, min<C>) :- edge(X, Y, C).
+dist(X, Z, min<C>) :- dist(X, Y, C1), edge(Y, Z, C2), C := C1 + C2.
+"""
+
+
+def test_min_inside_recursion_agrees_with_the_oracle(spark):
+    """PreM: 1 reaches 2 at 7 first, then at 3 through 3; the better tuple replaces it."""
+    import oracle
+
+    before = len(st.FALLBACKS)
+    one = _run(spark, MIN, ["dist"], "one-row")
+    assert len(st.FALLBACKS) == before
+    assert one["dist"] == oracle.evaluate(parse_program(MIN, "<test>"))["dist"] == \
+        _run(spark, MIN, ["dist"], "engine")["dist"]
+    assert (1, 2, 3) in one["dist"] and (1, 2, 7) not in one["dist"]
+
+
+def test_size_limits_and_autoinc_fall_back_to_the_engine(spark, monkeypatch):
+    """The fold runs to empty deltas and numbers nothing: `unsupported` says so, and the
+    caller runs such a program on the engine."""
+    from evita.bootstrap.planner import plan
+    from evita.runtime import onerow
+
+    limited = ".decl n(x: number)\n.limitsize n(n=5)\nn(0).\nn(y) :- n(x), y = x + 1.\n"
+    assert "limitsize" in onerow.unsupported(plan(parse_program(limited, "<test>")), {})
+    numbered = "p(2). p(1). q(X, autoinc<*>) :- p(X)."
+    assert "autoinc" in onerow.unsupported(plan(parse_program(numbered, "<test>")), {})
+    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)  # past the in-process evaluator
+    before = len(st.FALLBACKS)
+    assert _run(spark, numbered, ["q"], "auto")["q"] == {(1, 0), (2, 1)}
+    assert len(st.FALLBACKS) == before + 1 and "autoinc" in st.FALLBACKS[-1][1]
+
+
 def test_range_generates_in_one_row_too(spark):
     """range(...) (Soufflé's generator, Overlog's f_range): each value a `transform` of the
     rest of the rule, inside the recursive fold as well."""
