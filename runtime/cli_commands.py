@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Optional
 
 PREVIEW_ROWS = 50
 
@@ -207,7 +208,7 @@ def cmd_run(args) -> int:
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames)
+        print_tables(console, frames, held=result.engine.tables if result.engine is not None else None)
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
@@ -413,8 +414,10 @@ def _atom_text(a) -> str:
     return term_text(a)
 
 
-def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
-    """One Spark action for all previews: each relation's first rows in column order."""
+def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None) -> None:
+    """Each relation's first rows in column order: from the driver's own table when the
+    run left one there (`held`: name -> pandas table, as `Result.engine.tables`), the
+    others with one Spark action for all of them."""
     import json
     from functools import reduce
 
@@ -425,17 +428,22 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
     if not frames:
         return
     names = list(frames)
+    rows: dict = {n: [] for n in names}
     parts = []
     for i, name in enumerate(names):
+        first = _first_rows(held[name], limit + 1) if held and name in held else None
+        if first is not None:
+            rows[name] = first
+            continue
         df = frames[name]
         plain = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
         # Spark's top-k on the columns themselves; only the rows kept become JSON text.
         first = plain.orderBy(*plain.columns).limit(limit + 1)
         parts.append(first.select(F.lit(i).alias("r"),
                                   F.to_json(F.array(F.struct("*")), {"ignoreNullFields": "false"}).alias("t")))
-    rows: dict = {n: [] for n in names}
-    for r in reduce(lambda a, b: a.union(b), parts).collect():
-        rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))
+    if parts:
+        for r in reduce(lambda a, b: a.union(b), parts).collect():
+            rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))
     for name in names:
         df = frames[name]
         got = rows[name]
@@ -446,6 +454,18 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS) -> None:
         for r in sorted(got[:limit], key=lambda r: [str(x) for x in r]):
             table.add_row(*[Text(_cell(v)) for v in r])
         console.print(table)
+
+
+def _first_rows(table, n: int) -> Optional[list]:
+    """The first `n` rows of a pandas table in column order (Spark's: nulls first), as
+    plain Python values; None when its columns do not sort (Spark then orders them)."""
+    try:
+        first = table.sort_values(list(table.columns), kind="stable", na_position="first").head(n) \
+            if len(table.columns) else table.head(n)
+        return [[list(v) if isinstance(v, tuple) else v for v in row]
+                for row in first.astype(object).values.tolist()]
+    except (TypeError, ValueError):
+        return None
 
 
 def _cell(v) -> str:

@@ -162,3 +162,26 @@ def test_explain_draws_the_adorned_rule_goal_graph(spark, capsys, tmp_path):
 
     code, _, err = run(capsys, "explain", str(EXAMPLES / "tc.dl"), "--stage", "delta", "--dot", str(dot))
     assert code == 1 and "explain view" in err
+
+
+def test_previews_from_the_driver_show_what_spark_would(spark):
+    """`evita run` previews a relation the run left on the driver from that table (no
+    Spark job); the text is the one Spark's ordering gives, 50 rows of more, nulls
+    first, lists and booleans spelled the same."""
+    import pandas as pd
+    from rich.console import Console
+
+    from evita.runtime.cli_commands import PREVIEW_ROWS, print_tables
+
+    tables = {"many": pd.DataFrame({"c0": list(range(120, 0, -1)), "c1": [f"v{i % 7}" for i in range(120)]}),
+              "mixed": pd.DataFrame({"c0": [2.5, 1.0, 3.0], "c1": [True, False, True]})}
+    frames = {n: spark.createDataFrame(t).toDF("a", "b") for n, t in tables.items()}
+    shown = []
+    for held in (None, tables):
+        console = Console(record=True, width=120)
+        print_tables(console, frames, held=held)
+        shown.append(console.export_text())
+    assert shown[0] == shown[1]
+    words = " ".join(shown[1].split())  # titles wrap
+    assert f"many (first {PREVIEW_ROWS} rows)" in words and "mixed (3 rows)" in words
+    assert "│ 1 │ v0 │" in words and "│ 50 │" in words and "│ 51 │" not in words and "false" in words
