@@ -200,15 +200,18 @@ def cmd_run(args) -> int:
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     shown = shown_relations(dataflow)
     frames = {name: result.relations[name] for name in shown}
+    held = dict(result.engine.tables) if result.engine is not None else {}  # what the driver has: no job
     for i, q in enumerate(dataflow.queries):
         frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
+        if q.relation in held:
+            held[f"query {_atom_text(q)}"] = query_table(held[q.relation], q)
     if args.output:
         with phases.phase("write outputs"):
             for path in write_outputs(result, shown, args.output, args.format):
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames, held=result.engine.tables if result.engine is not None else None)
+        print_tables(console, frames, held=held)
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
@@ -367,8 +370,10 @@ def cmd_analyze(args) -> int:
 
 def print_sizes(result, relations: list) -> None:
     """Soufflé's `.printsize R`: a line `R<TAB>size` per relation after the run."""
+    held = result.engine.tables if result.engine is not None else {}
     for name in relations:
-        size = result.relations[name].count() if name in result.relations else 0
+        size = len(held[name]) if name in held else \
+            result.relations[name].count() if name in result.relations else 0
         print(f"{name}\t{size}")
 
 
@@ -406,6 +411,27 @@ def query_frame(df, atom):
     names = [a.name if isinstance(a, S.Var) and seen[a.name] == i else c
              for i, (a, c) in enumerate(zip(atom.args, cols))]
     return df.toDF(*names)
+
+
+def query_table(table, atom):
+    """`query_frame` over a pandas table the run left on the driver (c0, c1, ...)."""
+    from ..bootstrap import syntax as S
+    from ..bootstrap.planner import const_value
+
+    keep = None
+    seen = {}
+    for i, a in enumerate(atom.args):
+        if isinstance(a, S.Var):
+            if a.name in seen:
+                match = table[f"c{i}"] == table[f"c{seen[a.name]}"]
+            seen.setdefault(a.name, i)
+        elif not isinstance(a, S.Wildcard):
+            match = table[f"c{i}"] == const_value(a)
+        else:
+            continue
+        if not (isinstance(a, S.Var) and seen[a.name] == i):
+            keep = match if keep is None else keep & match
+    return table if keep is None else table[keep.to_numpy()].reset_index(drop=True)
 
 
 def _atom_text(a) -> str:

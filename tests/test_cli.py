@@ -185,3 +185,18 @@ def test_previews_from_the_driver_show_what_spark_would(spark):
     words = " ".join(shown[1].split())  # titles wrap
     assert f"many (first {PREVIEW_ROWS} rows)" in words and "mixed (3 rows)" in words
     assert "│ 1 │ v0 │" in words and "│ 50 │" in words and "│ 51 │" not in words and "false" in words
+
+
+def test_query_previews_from_the_driver_select_what_spark_selects(spark):
+    import pandas as pd
+
+    from evita.bootstrap import syntax as S
+    from evita.runtime.cli_commands import query_frame, query_table
+
+    table = pd.DataFrame({"c0": ["a", "a", "b", "a"], "c1": [1, 2, 2, 3], "c2": [1, 5, 2, 3]})
+    frame = spark.createDataFrame(table)
+    for q in (S.Atom("r", (S.Const("a", S.STRING), S.Var("X"), S.Var("X"))),
+              S.Atom("r", (S.Var("A"), S.Const(2, S.INT), S.Wildcard())),
+              S.Atom("r", (S.Var("A"), S.Var("B"), S.Var("C")))):
+        want = sorted(tuple(r) for r in query_frame(frame, q).collect())
+        assert sorted(map(tuple, query_table(table, q).values.tolist())) == want, q
