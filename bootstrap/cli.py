@@ -223,13 +223,14 @@ def _print_diagnostic(text: str, color: str) -> None:
         err.print(_escape(rest), markup=True, soft_wrap=True)
 
 
-def session(args):
+def session(args, only=None):
+    """Spark with the catalog attached (`only`: just these `evita` tables, see `store.attach`)."""
     from evita.catalog import store
     from evita.runtime.session import spark_session
 
     spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
     with doing("the attaching of the catalog"):
-        store.attach(spark)
+        store.attach(spark, only=only)
     for what in store.RECOVERED:  # a save a killed process left half done
         err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)
     store.RECOVERED.clear()
@@ -298,7 +299,7 @@ def cmd_catalog(args) -> int:
 
 
 def cmd_sql(args) -> int:
-    spark = session(args)
+    spark = session(args, only=catalog_tables_read(args.query))
     try:
         df = spark.sql(args.query)
     except Exception as e:  # Spark's AnalysisException/ParseException carry a readable message
@@ -306,6 +307,32 @@ def cmd_sql(args) -> int:
                         "hint: catalog tables are evita.<table>; list them with `evita catalog`") from None
     show(df, args.limit)
     return 0
+
+
+def catalog_tables_read(query: str):
+    """The `evita` tables a query reads, or None (attach them all) when it may read
+    anything else: `evita_history`, a name without a database (a view, a CTE), or text
+    sqlglot cannot parse (Spark then says what is wrong).
+
+    >>> sorted(catalog_tables_read("SELECT r.name FROM evita.rule r JOIN evita.atom a ON r.rule = a.rule"))
+    ['atom', 'rule']
+    >>> catalog_tables_read("WITH x AS (SELECT * FROM evita.rule) SELECT * FROM x") is None
+    True
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = sqlglot.parse(query, read="spark")
+    except Exception:  # sqlglot's parse and tokenize errors
+        return None
+    names = set()
+    for tree in trees:
+        for t in (tree.find_all(exp.Table) if tree is not None else ()):
+            if t.catalog or t.db.lower() != "evita":
+                return None
+            names.add(t.name.lower())
+    return names or None
 
 
 def cmd_print(args) -> int:

@@ -367,3 +367,21 @@ def test_spark_sql_joins_on_variables(catalog):
         JOIN evita.argument a2 ON a2.predicate = p2.id AND a2.kind = 'var' AND a2.var = a1.var
         WHERE r.program = 'sp' ORDER BY r.name, a1.var""").collect()
     assert [tuple(j) for j in joins] == [("r2", "Y")]
+
+
+def test_a_query_registers_only_the_catalog_tables_it_reads(spark):
+    """`evita sql` in a new JVM registers the tables its query names, not all 27 and the
+    history (1.5 s of registrations); a later full attach registers the rest."""
+    from evita.bootstrap.cli import catalog_tables_read
+
+    query = "SELECT count(*) AS n FROM evita.rule r JOIN evita.predicate p ON r.id = p.rule"
+    try:
+        store._drop_tables(spark)  # as a new JVM finds it: nothing registered
+        store.attach(spark, only=catalog_tables_read(query))
+        assert set(store._table_names(spark)) & set(schema.BY_NAME) == {"rule", "predicate"}
+        assert spark.sql(query).collect()[0]["n"] >= 0
+    finally:
+        store.attach(spark)
+    assert set(store._table_names(spark)) >= set(schema.BY_NAME)
+    assert catalog_tables_read("SELECT * FROM evita_history.rule") is None
+    assert catalog_tables_read("SELECT * FROM rule") is None
