@@ -391,47 +391,47 @@ def shown_relations(dataflow) -> list:
     return [n for n, s in dataflow.relations.items() if s.kind == "derived"]
 
 
-def query_frame(df, atom):
-    """Tuples of `df` matching a query atom: its constants and repeated variables."""
-    from pyspark.sql import functions as F
-
+def _query_selection(atom) -> tuple:
+    """What a query atom asks of its relation's columns 0, 1, ...: ([(i, j)]: columns
+    that must be equal, a repeated variable; [(i, value)]: a constant's column; the
+    answer's column names where its variables name them, else None)."""
     from ..bootstrap import syntax as S
     from ..bootstrap.planner import const_value
 
-    cols = df.columns
-    seen = {}
+    seen: dict = {}
+    equal, fixed = [], []
     for i, a in enumerate(atom.args):
         if isinstance(a, S.Var):
             if a.name in seen:
-                df = df.where(F.col(cols[i]) == F.col(cols[seen[a.name]]))
+                equal.append((i, seen[a.name]))
             seen.setdefault(a.name, i)
         elif not isinstance(a, S.Wildcard):
-            df = df.where(F.col(cols[i]) == F.lit(const_value(a)))
-    # Name the answer's columns after the query's variables where it has them.
-    names = [a.name if isinstance(a, S.Var) and seen[a.name] == i else c
-             for i, (a, c) in enumerate(zip(atom.args, cols))]
-    return df.toDF(*names)
+            fixed.append((i, const_value(a)))
+    names = [a.name if isinstance(a, S.Var) and seen[a.name] == i else None for i, a in enumerate(atom.args)]
+    return equal, fixed, names
+
+
+def query_frame(df, atom):
+    """Tuples of `df` matching a query atom: its constants and repeated variables; the
+    answer's columns named after the query's variables where it has them."""
+    from pyspark.sql import functions as F
+
+    cols = df.columns
+    equal, fixed, names = _query_selection(atom)
+    for i, j in equal:
+        df = df.where(F.col(cols[i]) == F.col(cols[j]))
+    for i, value in fixed:
+        df = df.where(F.col(cols[i]) == F.lit(value))
+    return df.toDF(*[n or c for n, c in zip(names, cols)])
 
 
 def query_table(table, atom):
     """`query_frame` over a pandas table the run left on the driver (c0, c1, ...)."""
-    from ..bootstrap import syntax as S
-    from ..bootstrap.planner import const_value
-
-    keep = None
-    seen = {}
-    for i, a in enumerate(atom.args):
-        if isinstance(a, S.Var):
-            if a.name in seen:
-                match = table[f"c{i}"] == table[f"c{seen[a.name]}"]
-            seen.setdefault(a.name, i)
-        elif not isinstance(a, S.Wildcard):
-            match = table[f"c{i}"] == const_value(a)
-        else:
-            continue
-        if not (isinstance(a, S.Var) and seen[a.name] == i):
-            keep = match if keep is None else keep & match
-    return table if keep is None else table[keep.to_numpy()].reset_index(drop=True)
+    equal, fixed, _ = _query_selection(atom)
+    keep = [table[f"c{i}"] == table[f"c{j}"] for i, j in equal] + [table[f"c{i}"] == v for i, v in fixed]
+    for k in keep[1:]:
+        keep[0] = keep[0] & k
+    return table[keep[0].to_numpy()].reset_index(drop=True) if keep else table
 
 
 def _atom_text(a) -> str:

@@ -226,13 +226,14 @@ def evaluate_rule(rule: RulePlan, read: Callable):
                 if not keys:
                     bound = bound.iloc[0:0] if len(atom) else bound
                 else:  # a null key matches nothing, so its row stays
-                    right = _without_null_keys(atom[keys], keys).drop_duplicates()
-                    hit = bound[keys].merge(right, on=keys, how="left", indicator=True)
+                    left, right = _as_doubles(bound[keys], _without_null_keys(atom[keys], keys).drop_duplicates())
+                    hit = left.merge(right, on=keys, how="left", indicator=True)
                     bound = bound[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
             elif bound.shape[1] == 0:  # nothing bound yet (one valuation, or none)
                 bound = atom if len(bound) else atom.iloc[0:0]
             elif keys:
-                bound = _without_null_keys(bound, keys).merge(_without_null_keys(atom, keys), on=keys, how="inner")
+                left, right = _as_doubles(_without_null_keys(bound, keys), _without_null_keys(atom, keys), keys)
+                bound = left.merge(right, on=keys, how="inner")
             else:
                 bound = bound.merge(atom, how="cross")
         elif step.op == "filter":  # a condition on a null is not true: the row goes
@@ -249,6 +250,17 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             a = S.Const(1, S.INT) if a.arg is None else a.arg
         out[f"c{i}"] = _full(_vector(a, bound), len(bound))
     return pd.DataFrame(out)
+
+
+def _as_doubles(left, right, keys=None):
+    """`left` and `right` with each join key that is whole on one side and fractional on
+    the other as doubles on both, as Spark compares a bigint with a double."""
+    widen = [k for k in (keys if keys is not None else list(left.columns))
+             if left[k].dtype != right[k].dtype and {left[k].dtype.kind, right[k].dtype.kind} <= set("iuf")]
+    if not widen:
+        return left, right
+    doubles = {k: "float64" for k in widen}
+    return left.astype(doubles), right.astype(doubles)
 
 
 def _generated(bound, step):

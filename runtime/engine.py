@@ -596,11 +596,15 @@ class _Engine:
 
     # ------------------------------------------------------------ rules
 
-    def candidates(self, name: str, rules) -> list:
-        """One SELECT per rule deriving `name` (sqlglot trees; nothing runs yet)."""
+    def candidates(self, name: str, rules, read=None) -> list:
+        """One SELECT per rule deriving `name` (sqlglot trees; nothing runs yet). An atom
+        of the recursive stratum running reads `read(step)` in a round of
+        `semantics.fixpoint`, else its start (the relation, or for a delta atom the delta)."""
         here = set(self._stratum.relations) if self._stratum is not None and self._stratum.recursive else set()
 
         def view_of(step):
+            if step.relation in here and read is not None:
+                return self.view(read(step))
             if step.delta and step.relation in here:
                 return self.view(self.delta[step.relation])
             return self.view(self.full[step.relation])
@@ -736,11 +740,7 @@ class _Engine:
         self._round_actions = self._actions
 
         def derive(name, read):
-            def view_of(step):
-                here = step.relation in st.relations
-                return self.view(read(step) if here else self.full[step.relation])
-            selects = [rule_select(r, view_of, self.array_cols, self.now, one_partition=self.one_partition)
-                       for r in st.delta_rules if r.head == name]
+            selects = self.candidates(name, st.delta_rules, read)
             s = self.df.relations[name]
             if s.located:  # shipped to where its tuples live first, then compared with what is there
                 return self.placed(self.sql_frame(self.union_select(selects, [])), s)
