@@ -20,8 +20,8 @@ from urllib.parse import urlparse
 from ..bootstrap.diagnostics import EvitaError
 from ..catalog.fs import Loc
 from .io import DECLARED
-from .validate import (_INFERRED, MAX_SHOWN, NOT_UTF8, TOO_FEW_OR_MANY, TSV_SUFFIXES, _diagnostic, _Read,
-                       _rest_note, _shown_path, is_parquet)
+from .validate import (_INFERRED, MAX_SHOWN, NOT_UTF8, TOO_FEW_OR_MANY, _diagnostic, _rest_note, _shown_path,
+                       is_parquet, is_quoted, separator)
 
 
 class NotHere(Exception):
@@ -74,14 +74,14 @@ def read_inputs_here(files: list, lenient: bool = False) -> tuple:
         for r in reads:
             shown += r.diagnostics(MAX_SHOWN - len(shown))
         raise EvitaError(shown + _rest_note(total, shown))
-    frames, skipped = {}, {}
+    frames, kinds, skipped = {}, {}, {}
     for r in reads:  # a relation read from several files is their union
-        rel, table = r.file.relation, r.typed()
+        rel, (types, table) = r.file.relation, r.typed()
         if rel in frames:
-            if list(frames[rel].dtypes) != list(table.dtypes):
+            if types != kinds[rel]:
                 raise NotHere(f"the files of {rel} give its columns different types (Spark's union widens them)")
             table = pd.concat([frames[rel], table], ignore_index=True)
-        frames[rel] = table
+        frames[rel], kinds[rel] = table, types
         if r.errors:
             skipped[rel] = skipped.get(rel, 0) + r.errors
     return frames, skipped
@@ -109,14 +109,10 @@ def _local_file(f) -> Path:
         raise NotHere(f"{path} is a file Spark leaves out")
     if name.lower().endswith(_COMPRESSED):
         raise NotHere(f"{path} is compressed")
-    sep = _sep(f)
-    if not sep or "\\E" in sep:
+    sep = separator(f)
+    if not sep or "\\E" in sep:  # validate quotes it as \Q...\E
         raise NotHere(f"delimiter {sep!r}")
     return local
-
-
-def _sep(f) -> str:
-    return f.delimiter or ("\t" if Path(f.path).suffix.lower() in TSV_SUFFIXES else ",")
 
 
 class _Checked:
@@ -138,18 +134,19 @@ class _Checked:
         if f.headers and lines:
             lines[0] = ""
         self.lines = lines
-        self.sep = _sep(f)
-        self.quoted = f.quoted or (f.delimiter is None and self.sep == ",")
+        self.sep, self.quoted = separator(f), is_quoted(f)
         self.pattern = re.compile(re.escape(self.sep) + ('(?=(?:[^"]*"[^"]*")*[^"]*$)' if self.quoted else ""))
         arr = pa.array(lines, pa.string())
         n, arity = len(lines), s.arity
         split = pc.split_pattern(arr, self.sep)
         counts = pc.list_value_length(split).to_numpy(zero_copy_only=False).astype(np.int64)
         special = {}  # line -> its tokens, where a quote can hide a separator
+        quotes = np.zeros(n, dtype=bool)
         if self.quoted and n:
-            for i in np.flatnonzero(pc.match_substring(arr, '"').to_numpy(zero_copy_only=False)):
-                special[int(i)] = self.pattern.split(lines[i])
-                counts[i] = len(special[int(i)])
+            quotes = pc.match_substring(arr, '"').to_numpy(zero_copy_only=False).astype(bool)
+            for i in np.flatnonzero(quotes).tolist():
+                special[i] = self.pattern.split(lines[i])
+                counts[i] = len(special[i])
         data_ = pc.not_equal(arr, "").to_numpy(zero_copy_only=False).astype(bool)
         fffd = pc.match_substring(arr, "\ufffd").to_numpy(zero_copy_only=False).astype(bool)
         err = np.full(n, _ROW, dtype=np.int64)
@@ -157,7 +154,7 @@ class _Checked:
         err[data_ & (counts != arity)] = TOO_FEW_OR_MANY
         idx = np.flatnonzero(data_ & (err == _ROW))  # rows of the right shape: their values are checked
         columns = []
-        plain = np.array([i not in special for i in idx.tolist()], dtype=bool)
+        plain = ~quotes[idx]
         plain_split = split.take(pa.array(idx[plain])) if len(idx) else None
         for c in range(arity):
             values = np.empty(len(idx), dtype=object)
@@ -170,38 +167,37 @@ class _Checked:
                 unq = pc.replace_substring(pc.utf8_slice_codeunits(col, 1, -1), '""', '"')
                 col = pc.if_else(pc.match_substring_regex(col, _JAVA_QUOTED), unq, col)
             columns.append(col)
-        here = err[idx]
+        here, parsed = err[idx], {}
         for c, (col, target) in enumerate(zip(columns, self.targets)):
             if target not in (None, "string"):
-                ok, _ = parse(col, target, s.types[c])
-                here[(here == _ROW) & ~ok] = c
+                parsed[c] = parse(col, target, s.types[c])
+                here[(here == _ROW) & ~parsed[c][0]] = c
         err[idx] = here
         good = here == _ROW
         self.err, self.data = err, data_
         self.good = [pc.filter(col, pa.array(good)) for col in columns]
+        self.parsed = {c: (ok[good], values[good]) for c, (ok, values) in parsed.items()}  # all parsed
         self.errors = int(((err != _ROW) & data_).sum())
 
     def diagnostics(self, limit: int) -> list:
         import numpy as np
 
-        r = _Read(self.file, self.storage, False, None, self.targets)
         path = _shown_path(self.file.path, self.path.resolve().as_uri())
-        out = []
-        for i in np.flatnonzero((self.err != _ROW) & self.data)[:max(limit, 0)].tolist():
-            row = {"tokens": self.pattern.split(self.lines[i]), "err": int(self.err[i]), "value": self.lines[i]}
-            out.append(_diagnostic(r, path, i + 1, row))
-        return out
+        return [_diagnostic(self.file, self.storage, False, path, i + 1, self.pattern.split(self.lines[i]),
+                            int(self.err[i]), self.lines[i])
+                for i in np.flatnonzero((self.err != _ROW) & self.data)[:max(limit, 0)].tolist()]
 
-    def typed(self):
-        """The good rows, each column as `columnar.checked(spark_frame.toPandas())` holds it."""
+    def typed(self) -> tuple:
+        """(Spark type per column, the good rows as `spark_frame.toPandas()` gives them)."""
         import pandas as pd
 
-        out = {}
+        out, types = {}, []
         for c, (col, target) in enumerate(zip(self.good, self.targets)):
             if target is None:  # undeclared: the narrowest type every non-empty value parses as
                 target = next((t for bit, t in _INFERRED if _mask(col) & bit), "string")
-            out[f"c{c}"] = _series(col, target)
-        return pd.DataFrame(out) if out else pd.DataFrame(index=pd.RangeIndex(0))
+            out[f"c{c}"] = _series(col, target, self.parsed.get(c))
+            types.append(target)
+        return types, pd.DataFrame(out) if out else pd.DataFrame(index=pd.RangeIndex(0))
 
 
 def _mask(col) -> int:
@@ -220,7 +216,7 @@ def _mask(col) -> int:
     return bits
 
 
-def _series(col, target: str):
+def _series(col, target: str, parsed=None):
     """A column of text as `try_cast(v AS target)` collected by toPandas: int64, float64,
     bool, object of str; a null makes a bigint column float64 and a boolean one object."""
     import numpy as np
@@ -228,7 +224,7 @@ def _series(col, target: str):
 
     if target == "string":
         return pd.Series(col.to_numpy(zero_copy_only=False), dtype=object)
-    ok, values = parse(col, target, target)
+    ok, values = parsed or parse(col, target, target)
     if ok.all():
         return pd.Series(values, dtype={"bigint": "int64", "double": "float64", "boolean": "bool"}[target])
     if target == "boolean":

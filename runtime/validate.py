@@ -91,9 +91,8 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sep = f.delimiter or ("\t" if Path(f.path).suffix.lower() in TSV_SUFFIXES else ",")
-    # a .csv given by --input, or Soufflé's rfc4180=true: RFC 4180 quotes
-    quoted = f.quoted or (f.delimiter is None and sep == ",")
+    sep = separator(f)
+    quoted = is_quoted(f)
     # The ordinal is taken in the projection over the scan, before any filter could shift it.
     lines = spark.read.text(f.path).select(
         F.regexp_replace("value", "\r$", "").alias("value"), F.col("_metadata.file_path").alias("file"),
@@ -116,6 +115,15 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     frame = tokens.select("file", "block", "mid", "value", F.expr("value != ''").alias("data"), "tokens",
                           F.expr(err).cast("int").alias("err"), *[F.expr(v).alias(f"v{i}") for i, v in enumerate(values)])
     return _Read(f, s, False, frame.persist(StorageLevel.MEMORY_AND_DISK), targets)
+
+
+def separator(f: InputFile) -> str:
+    return f.delimiter or ("\t" if Path(f.path).suffix.lower() in TSV_SUFFIXES else ",")
+
+
+def is_quoted(f: InputFile) -> bool:
+    """A .csv given by --input, or Soufflé's rfc4180=true: RFC 4180 quotes."""
+    return f.quoted or (f.delimiter is None and separator(f) == ",")
 
 
 def _per_column(values: list, targets: list, s: Storage) -> list:
@@ -249,16 +257,17 @@ def _first_errors(reads: list, offsets: dict) -> list:
         r = reads[row["input"]]
         before, first = offsets[row["input"], row["file"], row["block"]]
         line = row["mid"] + 1 if r.parquet else before + row["mid"] - first + 1
-        out.append(_diagnostic(r, _shown_path(r.file.path, row["file"]), line, row))
+        out.append(_diagnostic(r.file, r.storage, r.parquet, _shown_path(r.file.path, row["file"]), line,
+                               list(row["tokens"] or []), row["err"], None if r.parquet else row["value"]))
     return out
 
 
-def _diagnostic(r: _Read, path: str, line: int, row) -> Diagnostic:
-    s, tokens, err = r.storage, list(row["tokens"] or []), row["err"]
-    value = None if r.parquet else row["value"]
-    sep = len(r.file.delimiter or ("\t" if Path(r.file.path).suffix.lower() in TSV_SUFFIXES else ","))
+def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, tokens: list, err: int,
+                value: str | None) -> Diagnostic:
+    """The diagnostic of one bad row: its split `tokens`, `err` code and line `value` (None for Parquet)."""
+    sep = len(separator(f))
     starts = [sum(len(t or "") + sep for t in tokens[:k]) + 1 for k in range(len(tokens) + 1)]
-    what = "row" if r.parquet else "line"
+    what = "row" if parquet else "line"
     if err == TOO_FEW_OR_MANY:
         extra = len(tokens) > s.arity
         return Diagnostic("input-columns", f"{what} has {len(tokens)} columns; {s.name} has {s.arity} ({_columns(s)})",
@@ -272,7 +281,7 @@ def _diagnostic(r: _Read, path: str, line: int, row) -> Diagnostic:
     name = s.columns[err] if err < len(s.columns) else f"c{err}"
     why = "has no value" if not text else f"{text!r} is not {article(declared)}"
     return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {declared}, but {why}",
-                      S.Span(path, line, 0 if r.parquet else starts[err]), text or "",
+                      S.Span(path, line, 0 if parquet else starts[err]), text or "",
                       _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),
                       source_line=value)
 
