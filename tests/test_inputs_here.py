@@ -112,7 +112,18 @@ def assert_same(spark, files, lenient=False):
         assert list(tables[rel].columns) == list(expected.columns), rel
         assert list(tables[rel].dtypes) == list(expected.dtypes), (rel, tables[rel].dtypes, expected.dtypes)
         assert rows(tables[rel]) == rows(expected), rel
+        assert evaluable(tables[rel]) == evaluable(expected), rel
     return frames, skipped
+
+
+def evaluable(table):
+    """The dtypes `columnar.checked` leaves the table, or what it refuses."""
+    from evita.runtime.columnar import Unsupported, checked
+
+    try:
+        return list(checked(table.copy()).dtypes)
+    except Unsupported as e:
+        return str(e)
 
 
 def test_good_files_give_the_same_rows_and_types(spark, tmp_path):
@@ -125,14 +136,30 @@ def test_good_files_give_the_same_rows_and_types(spark, tmp_path):
 
 
 def test_bad_rows_give_the_same_diagnostics_and_lenient_the_same_rows(spark, tmp_path):
-    for cases in (BAD, BAD2):
-        files = pairs(tmp_path, cases)
+    from evita.bootstrap.parser import parse_program
+    from evita.bootstrap.planner import plan
+
+    # a relation as the planner gives it (named columns), read from a file:// URI
+    dataflow = plan(parse_program(".decl planned(src: number, label: symbol)\n.input planned\n"
+                                  "p(X) :- planned(X, _).\n", "t.dl"))
+    (tmp_path / "planned.facts").write_bytes(b"1\ta\nb\t2\n")
+    planned = (InputFile("planned", (tmp_path / "planned.facts").as_uri(), None, S.NOWHERE),
+               dataflow.relations["planned"])
+    batches = [pairs(tmp_path, BAD), pairs(tmp_path, BAD2) + [planned]]
+    for files in batches:
         diagnostics = assert_same(spark, files)
         assert len(diagnostics) <= MAX_SHOWN and not any(d.code == "error-limit" for d in diagnostics)
-        assert {d.code for d in diagnostics} >= ({"input-columns", "input-type", "input-encoding"} if cases is BAD
-                                                 else {"input-columns", "input-type"})
-        _, skipped = assert_same(spark, files, lenient=True)
-        assert skipped
+        assert {d.code for d in diagnostics} >= {"input-columns", "input-type"}
+    assert any(d.code == "input-encoding" for d in diagnostics_of(batches[0]))
+    assert any("(src)" in d.message and d.span.file == planned[0].path for d in diagnostics_of(batches[1]))
+    _, skipped = assert_same(spark, batches[0] + batches[1], lenient=True)
+    assert skipped["all_bad"] == 1 and skipped["planned"] == 1
+
+
+def diagnostics_of(files) -> list:
+    with pytest.raises(EvitaError) as info:
+        read_inputs_here(files)
+    return info.value.diagnostics
 
 
 def test_more_errors_than_shown_are_cut_and_counted_alike(spark, tmp_path):
