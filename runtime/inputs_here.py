@@ -1,14 +1,11 @@
-"""Reading input files in this process, for a run small enough to need no Spark.
+"""Reading input files in this process, for a run too small to be worth starting Spark.
 
-Starting a JVM costs seconds; reading a few kilobytes of facts costs milliseconds. So a
-small run reads its files here, into pandas tables, and must give exactly what
-runtime/validate.py gives on Spark: the same rows, types and skipped counts, the same
-diagnostics at the same lines and columns. Every rule below was measured on Spark
-(tests/test_inputs_here.py compares the two): its line breaks (\\n, \\r and \\r\\n; a
-leading byte-order mark dropped), Java's UTF-8 replacement, Java's `split` and `$`, and
-`try_cast`'s text-to-number rules, which are neither Python's nor Arrow's. Whatever
-this reader cannot read exactly as Spark would (Parquet, URIs, directories, globs,
-compressed or hidden files, large inputs) raises NotHere, and the caller uses Spark.
+A JVM costs seconds; a few kilobytes of facts take milliseconds to read. But what a run
+computes must not depend on where its inputs were read, so this reader gives exactly
+what runtime/validate.py gives on Spark (rows, types, skipped counts, diagnostics). It
+follows Spark's rules for lines, UTF-8 and numbers, measured on Spark, not Python's or
+Arrow's, which differ (tests/test_inputs_here.py compares the two). Where it cannot be
+exact it raises NotHere, and the caller reads on Spark.
 """
 from __future__ import annotations
 
@@ -31,7 +28,7 @@ class NotHere(Exception):
 HERE_BYTES = 64 << 20  # documented limit: above this total file size, read on Spark
 
 _ROW = -3  # `err` of a good row (validate's NULL); not a row at all is `data` false
-# Hadoop's codecs, which Spark's text reader applies by suffix
+# compression Spark's text reader undoes by suffix (Hadoop's codecs, and a few more to be safe)
 _COMPRESSED = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".br", ".lzo", ".xz")
 _LINE_BREAK = re.compile("\r\n|\r|\n")  # Hadoop's LineReader without a lineSep
 _TRIM_ALL = "".join(map(chr, range(0x21))) + "\x7f"  # UTF8String.trimAll (try_cast AS BIGINT / BOOLEAN)
@@ -238,6 +235,13 @@ def _strings(values):
     return pa.array(values, pa.string())
 
 
+def _from_hex(text: str) -> float:
+    try:
+        return float.fromhex(text)
+    except OverflowError:  # Java's parseDouble gives infinity
+        return float("-inf") if text.startswith("-") else float("inf")
+
+
 def parse(col, target: str, declared: str) -> tuple:
     """Spark's `try_cast(text AS target)` of an Arrow string column: (parsed: numpy bool,
     values: numpy, arbitrary where not parsed). `declared` unsigned also wants >= 0."""
@@ -270,7 +274,7 @@ def parse(col, target: str, declared: str) -> tuple:
         if decimal.any():
             values[decimal] = texts[decimal].astype(object).astype(np.float64)
         if hexa.any():
-            values[hexa] = [float.fromhex(x) for x in texts[hexa].tolist()]
+            values[hexa] = [_from_hex(x) for x in texts[hexa].tolist()]
         if special.any():
             values[special] = [_SPECIAL[x] for x in lower.to_numpy(zero_copy_only=False)[special].tolist()]
         return decimal | hexa | special, values
