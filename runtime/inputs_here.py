@@ -173,7 +173,7 @@ class _Checked:
         good = here == _ROW
         self.err, self.data = err, data_
         self.good = [pc.filter(col, pa.array(good)) for col in columns]
-        self.parsed = {c: (ok[good], values[good]) for c, (ok, values) in parsed.items()}  # all parsed
+        self.parsed = {c: (ok[good], values[good]) for c, (ok, values) in parsed.items()}  # typed() needs no 2nd parse
         self.errors = int(((err != _ROW) & data_).sum())
 
     def diagnostics(self, limit: int) -> list:
@@ -191,7 +191,8 @@ class _Checked:
         out, types = {}, []
         for c, (col, target) in enumerate(zip(self.good, self.targets)):
             if target is None:  # undeclared: the narrowest type every non-empty value parses as
-                target = next((t for bit, t in _INFERRED if _mask(col) & bit), "string")
+                mask = _mask(col)
+                target = next((t for bit, t in _INFERRED if mask & bit), "string")
             out[f"c{c}"] = _series(col, target, self.parsed.get(c))
             types.append(target)
         return types, pd.DataFrame(out) if out else pd.DataFrame(index=pd.RangeIndex(0))
