@@ -3,11 +3,13 @@
     .venv/bin/python bench/cli.py                  # all workloads
     .venv/bin/python bench/cli.py --only nat
 
-Each workload is one `evita run ... --stats` in a fresh process (a fresh JVM); the wall
+Each workload is one `evita run ... --stats` in a fresh process, run twice: as a user
+runs it (a small run stays in the process, runtime/here.py) and with `--spark` (a fresh
+JVM, whatever the size). The wall
 time is measured around the process, and the phase table `--stats` prints (parse,
 Spark start, compile, plan, inputs, fixpoint, outputs, previews) is read back. The
-baseline, measured in the same run: `evita run` on a one-fact program, the price of
-starting at all. DuckDB's time for the same query is printed where there is one.
+baseline, measured in the same run and mode: `evita run` on a one-fact program, the
+price of starting at all. DuckDB's time for the same query is printed where there is one.
 
 With `--interactive`, instead: the commands a user types while inspecting a program,
 each a fresh process, without a server (Spark starts in the process) and with the warm
@@ -52,6 +54,9 @@ r2 hit(N, K) :- nat(N), every(K), N % K == 0.
 """
 
 TC_SG = TC_PROGRAM + SG_PROGRAM  # one program: both relations, read with -F, written with -D
+# Each workload twice: as a user runs it (a small run stays in the process: runtime/here.py)
+# and with --spark (Spark starts, whatever the size); the one-fact baseline of each mode.
+MODES = {"default": [], "--spark": ["--spark"]}
 
 
 def evita_run(args: list, cwd: Path, env: dict | None = None) -> tuple:
@@ -143,23 +148,28 @@ def main(argv=None) -> int:
         (facts / "edge.facts").write_text("".join(f"{a}\t{b}\n" for a, b in edges))
         (facts / "parent.facts").write_text("".join(f"{a}\t{b}\n" for a, b in parents))
 
-        base, base_phases = evita_run(["one.dl"], root)
-        rows.append(("one-fact", base, base_phases, None))
-        if "nat" in work:
-            wall, phases = evita_run(["nat.dl", "--max-iterations", "5000"], root)
-            rows.append(("nat", wall, phases, None))
+        duck = None
         if "tc+sg" in work:
-            wall, phases = evita_run(["tcsg.dl", "-F", "facts", "-D", "out"], root)
             t_tc, _ = duck_recursive(TC_SQL, {"edge": (edges, ["x", "y"])})
             t_sg, _ = duck_recursive(SG_SQL, {"parent": (parents, ["c", "p"])})
-            rows.append(("tc+sg", wall, phases, t_tc + t_sg))
+            duck = t_tc + t_sg
+        for mode, extra in MODES.items():
+            base, base_phases = evita_run(["one.dl", *extra], root)
+            rows.append(("one-fact", mode, base, base_phases, None, base))
+            if "nat" in work:
+                wall, phases = evita_run(["nat.dl", "--max-iterations", "5000", *extra], root)
+                rows.append(("nat", mode, wall, phases, None, base))
+            if "tc+sg" in work:
+                wall, phases = evita_run(["tcsg.dl", "-F", "facts", "-D", "out", *extra], root)
+                rows.append(("tc+sg", mode, wall, phases, duck, base))
 
-    names = list(dict.fromkeys(p for _, _, phases, _ in rows for p in phases if p != "total"))
-    print("\nworkload   wall s   vs one-fact  duckdb s  " + "  ".join(f"{n[:18]:>18}" for n in names))
-    for name, wall, phases, duck in rows:
+    names = list(dict.fromkeys(p for *_, phases, _, _ in rows for p in phases if p != "total"))
+    print("\nworkload  mode          wall s   vs one-fact  duckdb s  " + "  ".join(f"{n[:18]:>18}" for n in names))
+    for name, mode, wall, phases, duck, base in rows:
         cells = "  ".join(f"{phases[n][0]:>9.2f}s {phases[n][1]:>3}j " if n in phases else f"{'':>18}"
                           for n in names)
-        print(f"{name:<9} {wall:>7.2f}  {wall / base:>10.2f}x  {'' if duck is None else f'{duck:8.2f}':>8}  {cells}")
+        print(f"{name:<9} {mode:<11} {wall:>7.2f}  {wall / base:>10.2f}x  {'' if duck is None else f'{duck:8.2f}':>8}  "
+              f"{cells}")
     return 0
 
 

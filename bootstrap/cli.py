@@ -369,8 +369,14 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False))
     rows = encode(program)
     _add_statistics(rows, program.name, measured, getattr(args, "warehouse", None))
-    with phase("attach the catalog"):
-        spark = session(args) if spark is None else _attached(spark)
+    from evita.runtime.here import spark_asked_for
+    from evita.runtime.session import SparkOnDemand, not_started
+
+    if spark is None and not spark_asked_for(args):  # the stages run in process on a small catalog
+        spark = SparkOnDemand(lambda: session(args))
+    if not not_started(spark):  # Spark on demand attaches when it starts
+        with phase("attach the catalog"):
+            spark = session(args) if spark is None else _attached(spark)
     choose = {}
     for item in args.choose:
         group, sep, stage = item.partition("=")

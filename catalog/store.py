@@ -130,10 +130,7 @@ def attach(spark, warehouse=None, only=None) -> Loc:
     `only`: the names of the `evita` tables one query reads (`evita sql`); only those are
     registered, and not the history. In a new JVM each registration costs 30-60 ms
     after the first statement, about 1.5 s for all of them."""
-    root = catalog_root(warehouse)
-    for t in schema.TABLES:
-        (root / t.name).mkdir()
-    recover(root)
+    root = prepared(warehouse)
     fp = _fingerprint(root)
     wanted = set(schema.BY_NAME) if only is None else set(only) & set(schema.BY_NAME)
     whole = wanted == set(schema.BY_NAME)
@@ -151,6 +148,16 @@ def attach(spark, warehouse=None, only=None) -> Loc:
     if whole:
         _attach_history(spark, root.parent / HISTORY_DIR)
     _refresh(spark)  # file listings cached under an earlier registration of these folders
+    return root
+
+
+def prepared(warehouse=None) -> Loc:
+    """The warehouse's data folder with a folder per table, and a save a killed process
+    left half done finished or dropped: what `attach` needs of the files (no Spark)."""
+    root = catalog_root(warehouse)
+    for t in schema.TABLES:
+        (root / t.name).mkdir()
+    recover(root)
     return root
 
 
@@ -259,7 +266,13 @@ def _sql(value) -> str:
 
 
 def _root_of(spark) -> Loc:
-    """The data folder the session's `evita` tables point at."""
+    """The data folder the session's `evita` tables point at; for a session on demand
+    that has not started (`runtime.session.SparkOnDemand`), the warehouse's, as `attach`
+    would register it (the files are the catalog: nothing is registered to go stale)."""
+    from evita.runtime.session import not_started
+
+    if not_started(spark):
+        return prepared()
     fp = _registered_fingerprint(spark)
     if fp is None:
         raise RuntimeError("the Evita catalog is not attached to this Spark session; "
@@ -272,6 +285,10 @@ def _refresh(spark) -> None:
 
     `spark.catalog.refreshTable` re-resolves each table (about 30 ms apiece); dropping the
     session's cached relations and file listings at once takes a millisecond."""
+    from evita.runtime.session import not_started
+
+    if not_started(spark):  # no session, nothing cached
+        return
     try:
         jss = spark._jsparkSession
         jss.sessionState().catalog().invalidateAllCachedTables()

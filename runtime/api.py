@@ -104,9 +104,9 @@ def compile_checked(program: S.Program, spark, options: StageOptions, measured=(
     from ..bootstrap.cli import compile_file
     from ..bootstrap.planner import plan
     from ..catalog.decode import decode
-    from .session import settings_kept
+    from .session import not_started, settings_kept
 
-    with settings_kept(spark):
+    with settings_kept(spark) if not not_started(spark) else nullcontext():
         said: list = []
 
         def note(text: str) -> None:

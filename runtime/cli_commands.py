@@ -58,6 +58,9 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--no-local", action="store_true",
                    help="run every stratum on Spark's SQL path, recursive ones in the distributed loop: "
                         "no fixpoints inside tasks or on the driver (for comparison)")
+    c.add_argument("--spark", action="store_true",
+                   help="run on Spark even when the program and its inputs are small enough to run in this "
+                        "process without starting it (as EVITA_IN_PROCESS=0 does)")
     c.set_defaults(func=cmd_run)
 
     c = subparsers.add_parser("analyze", parents=parents[:-1],
@@ -199,19 +202,23 @@ def cmd_run(args) -> int:
     for rel, n in sorted(inputs.skipped.items()):
         console.print(f"skipped {n} row{'s' if n != 1 else ''} of {rel} that did not read (--lenient)")
     shown = shown_relations(dataflow)
-    frames = {name: result.relations[name] for name in shown}
-    held = dict(result.engine.tables) if result.engine is not None else {}  # what the driver has: no job
-    for i, q in enumerate(dataflow.queries):
-        frames[f"query {_atom_text(q)}"] = query_frame(result.relations[q.relation], q)
+    held = dict(result.held)  # what the driver (or this process) has: no job
+    frames = {name: None if name in held else result.relations[name] for name in shown}
+    columns = {name: list(dataflow.relations[name].columns) for name in shown}
+    for q in dataflow.queries:
+        key = f"query {_atom_text(q)}"
+        columns[key] = [n or c for n, c in zip(_query_selection(q)[2], dataflow.relations[q.relation].columns)]
         if q.relation in held:
-            held[f"query {_atom_text(q)}"] = query_table(held[q.relation], q)
+            held[key], frames[key] = query_table(held[q.relation], q), None
+        else:
+            frames[key] = query_frame(result.relations[q.relation], q)
     if args.output:
         with phases.phase("write outputs"):
             for path in write_outputs(result, shown, args.output, args.format):
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames, held=held)
+        print_tables(console, frames, held=held, columns=columns)
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
@@ -273,6 +280,7 @@ def run_file(args, spark=None, previews: bool = False):
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
     from .api import StageOptions, compile_checked
+    from .here import NotHere, why_not_here
     from .inputs import not_given, output_files, resolve_inputs
     from .io import Inputs, gather_inputs, write_text_outputs
     from .phases import Phases
@@ -293,6 +301,12 @@ def run_file(args, spark=None, previews: bool = False):
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
     for warning in not_given(program, files):
         report_warning(warning)
+    if spark is None and why_not_here(args) is None:
+        try:
+            return _run_here(args, program, files, phases)
+        except NotHere as e:  # nothing was shown or written: the run starts over on Spark
+            if args.stats or getattr(args, "verbose", False):
+                print_note(f"runs on Spark, not in this process: {e}")
     with phases.phase("start Spark (JVM)"):
         phases.spark = spark if spark is not None else spark_session(master=getattr(args, "master", None),
                                                                      remote=getattr(args, "remote", None))
@@ -317,8 +331,54 @@ def run_file(args, spark=None, previews: bool = False):
         result = prog.evaluate(inputs, max_iterations=args.max_iterations, local=not args.no_local)
     if previews and (args.souffle_out or args.output):  # written, then previewed: compute each relation once
         for name in set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set()):
-            if name not in result.engine.tables:  # the driver's tables cost nothing to read again
+            if name not in result.held:  # the driver's tables cost nothing to read again
                 result.relations[name].persist()
+    if args.souffle_out:  # each .output directive: its filename, delimiter and headers
+        with phases.phase("write outputs"):
+            columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
+            write_text_outputs(result, output_files(program, args.souffle_out, dataflow.outputs), columns)
+    return program, dataflow, result, inputs, phases
+
+
+def _run_here(args, program, files: dict, phases):
+    """`run_file` in this process (runtime/here.py): the inputs read here, the stages
+    with Spark on demand, every stratum in the columnar backend. Raises NotHere before
+    it writes anything when part of it needs Spark."""
+    from ..bootstrap.activity import doing
+    from ..bootstrap.cli import print_note, session
+    from ..bootstrap.diagnostics import EvitaError
+    from ..bootstrap.planner import plan
+    from .api import StageOptions, compile_checked
+    from .here import NotHere, run_here, why_not_flow
+    from .inputs import output_files
+    from .inputs_here import NotHere as ReadElsewhere, read_inputs_here
+    from .io import Inputs, input_pairs, write_text_outputs
+    from .session import SparkOnDemand
+    from .statistics import measure_tables
+
+    phases.spark = SparkOnDemand(lambda: session(args))  # started only if something needs it
+    planned = plan(program)
+    why = why_not_flow(planned)  # what the stages cannot make runnable here: ask before reading
+    if why:
+        raise NotHere(why)
+    try:
+        with doing("the reading of the inputs"), phases.phase("read inputs"):
+            tables, skipped = read_inputs_here(input_pairs(planned, files), args.lenient)
+    except ReadElsewhere as e:
+        raise NotHere(str(e)) from None
+    except EvitaError as e:
+        e.outcome = "the program did not run; nothing was written to the catalog."
+        raise
+    with phases.phase("measure inputs"):
+        measured = measure_tables(tables)
+    prog = compile_checked(program, phases.spark, StageOptions.from_args(args), measured, phases, notes=print_note)
+    dataflow = prog.plan
+    with phases.phase("fixpoint"):
+        result = run_here(dataflow, {rel: t for rel, t in tables.items() if rel in dataflow.relations},
+                          max_iterations=args.max_iterations)
+    result.spark = phases.spark
+    inputs = Inputs(tables)
+    inputs.skipped = skipped
     if args.souffle_out:  # each .output directive: its filename, delimiter and headers
         with phases.phase("write outputs"):
             columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
@@ -370,7 +430,7 @@ def cmd_analyze(args) -> int:
 
 def print_sizes(result, relations: list) -> None:
     """Soufflé's `.printsize R`: a line `R<TAB>size` per relation after the run."""
-    held = result.engine.tables if result.engine is not None else {}
+    held = result.held
     for name in relations:
         size = len(held[name]) if name in held else \
             result.relations[name].count() if name in result.relations else 0
@@ -440,14 +500,15 @@ def _atom_text(a) -> str:
     return term_text(a)
 
 
-def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None) -> None:
+def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None,
+                 columns: Optional[dict] = None) -> None:
     """Each relation's first rows in column order: from the driver's own table when the
-    run left one there (`held`: name -> pandas table, as `Result.engine.tables`), the
-    others with one Spark action for all of them."""
+    run left one there (`held`: name -> pandas table, as `Result.held`; its frame may be
+    None), the others with one Spark action for all of them. `columns`: name -> the
+    column names shown (default the frame's)."""
     import json
     from functools import reduce
 
-    from pyspark.sql import functions as F
     from rich.table import Table
     from rich.text import Text
 
@@ -458,9 +519,14 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
     parts = []
     for i, name in enumerate(names):
         first = _first_rows(held[name], limit + 1) if held and name in held else None
+        if first is None and frames[name] is None:  # no Spark frame to order them: the first held
+            first = [[list(v) if isinstance(v, tuple) else v for v in row]
+                     for row in held[name].head(limit + 1).astype(object).values.tolist()]
         if first is not None:
             rows[name] = first
             continue
+        from pyspark.sql import functions as F
+
         df = frames[name]
         plain = df.toDF(*[f"c{j}" for j in range(len(df.columns))])
         # Spark's top-k on the columns themselves; only the rows kept become JSON text.
@@ -471,11 +537,10 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
         for r in reduce(lambda a, b: a.union(b), parts).collect():
             rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))
     for name in names:
-        df = frames[name]
         got = rows[name]
         table = Table(title=Text(f"{name}" + (f" (first {limit} rows)" if len(got) > limit else f" ({len(got)} rows)")),
                       min_width=len(name) + 12)
-        for c in df.columns:
+        for c in (columns or {}).get(name) or frames[name].columns:
             table.add_column(c)
         for r in sorted(got[:limit], key=lambda r: [str(x) for x in r]):
             table.add_row(*[Text(_cell(v)) for v in r])

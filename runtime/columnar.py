@@ -857,6 +857,20 @@ def run_dataflow(flow, inputs: dict, *, max_iterations: int = 1000) -> dict:
     table of the relations read from outside; facts come from the dataflow. Raises
     Unsupported when a rule needs Spark's SQL semantics (the caller runs it there) and
     NoFixpoint at the iteration limit."""
+    tables = base_tables(flow, inputs)
+    for st in flow.strata:
+        why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
+        if why:
+            raise Unsupported(why)
+        tables.update(run_stratum(st, flow.relations, tables, max_iterations=max_iterations).tables)
+    return tables
+
+
+def base_tables(flow, inputs: dict) -> dict:
+    """The tables a program starts from: per relation its inputs and its facts, and every
+    relation no stratum derives (empty if nothing gives it rows). Raises Unsupported for
+    a deletion and for the facts of a keyed relation that rules derive too (the engine's
+    order of facts and rules decides there)."""
     from .io import facts_table
 
     facts: dict = {}
@@ -868,17 +882,12 @@ def run_dataflow(flow, inputs: dict, *, max_iterations: int = 1000) -> dict:
             raise Unsupported(f"{name} is a deletion target")
         parts = [inputs[name]] if name in inputs else []
         if name in facts:
-            if s.keys is not None:  # a later fact replaces an earlier one: the engine's order
+            if s.keys is not None and s.kind != "base":  # its rules' tuples replace them too: the engine's order
                 raise Unsupported(f"{name} has keyed facts")
-            table = facts_table(facts[name], s)
+            table = facts_table(semantics.facts_kept(s, facts[name]), s)
             if table is None:
                 raise Unsupported(f"the facts of {name} hold nulls or lists")
             parts.append(table)
         if parts or s.stratum is None:
             tables[name] = combine(s, parts)
-    for st in flow.strata:
-        why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
-        if why:
-            raise Unsupported(why)
-        tables.update(run_stratum(st, flow.relations, tables, max_iterations=max_iterations).tables)
     return tables

@@ -137,7 +137,8 @@ class IterationStats:
     actions: int  # Spark actions started for this iteration
     deltas: dict  # relation -> size of its delta
     seconds: float
-    mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver), "onerow"
+    mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver), "onerow",
+    # "here" (a whole run in process, no Spark: runtime/here.py)
 
 
 @dataclass

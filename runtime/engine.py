@@ -78,6 +78,12 @@ class Result:
     def actions(self) -> int:
         return sum(s.actions for s in self.stats)
 
+    @property
+    def held(self) -> dict:
+        """relation -> pandas table, for the relations the run left on the driver
+        (reading them again costs no job)."""
+        return self.engine.tables if self.engine is not None else {}
+
     def __getitem__(self, name):
         return self.relations[name]
 
@@ -472,12 +478,7 @@ class _Engine:
         for name, s in self.df.relations.items():
             parts = []
             if name in facts:
-                rows = facts[name]
-                if s.keys is not None:  # a later fact replaces an earlier one with the same key
-                    last = {}
-                    for r in rows:
-                        last[tuple(r[k] for k in s.keys)] = r
-                    rows = list(last.values())
+                rows = semantics.facts_kept(s, facts[name])
                 parts.append(self.facts_part(rows, s))
             if name in self.inputs:
                 given = self.inputs[name]

@@ -139,7 +139,7 @@ def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = 
     """DataFrames for `--input REL=PATH` options and Soufflé's `-F DIR`, every row checked
     (runtime/validate.py). `files` (relation -> InputFile, from `inputs.resolve_inputs`
     before Spark started) replaces `inputs` and `facts_dir`."""
-    from .inputs import COMMAND_LINE, InputFile, missing_files, parse_input_option
+    from .inputs import COMMAND_LINE, InputFile, parse_input_option
     from .validate import read_inputs
 
     if files is None:
@@ -150,6 +150,17 @@ def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = 
         for text in inputs:
             rel, path = parse_input_option(text)
             files[rel] = InputFile(rel, path, None, COMMAND_LINE, True)
+    frames, skipped = read_inputs(spark, input_pairs(dataflow, files), lenient)
+    out = Inputs(frames)
+    out.skipped = skipped
+    return out
+
+
+def input_pairs(dataflow: Dataflow, files: dict) -> list:
+    """[(InputFile, Storage)] of the files to read (relation -> InputFile), each checked:
+    a relation the program has, a file that is there."""
+    from .inputs import missing_files
+
     problems = [Diagnostic("unknown-relation", f"--input names {f.relation}, which the program does not use",
                            f.span, f.relation, "known: " + ", ".join(dataflow.relations))
                 for f in files.values() if f.option and f.relation not in dataflow.relations]
@@ -157,11 +168,7 @@ def gather_inputs(spark, dataflow: Dataflow, inputs=(), facts_dir: str | None = 
     if problems:
         raise EvitaError(problems)
     # A relation the stages removed (nothing reads it any more) needs no file.
-    wanted = [(f, dataflow.relations[f.relation]) for f in files.values() if f.relation in dataflow.relations]
-    frames, skipped = read_inputs(spark, wanted, lenient)
-    out = Inputs(frames)
-    out.skipped = skipped
-    return out
+    return [(f, dataflow.relations[f.relation]) for f in files.values() if f.relation in dataflow.relations]
 
 
 # ---------------------------------------------------------------- writing
@@ -217,7 +224,7 @@ def _arrow_table(result, rel: str):
     relation collected as Arrow batches (lists written as JSON, as Spark writes them)."""
     import pyarrow as pa
 
-    held = result.engine.tables if result.engine is not None else {}
+    held = result.held
     lists = rel in held and any(held[rel][c].dtype == object and len(held[rel]) and
                                 isinstance(held[rel][c].iloc[0], tuple) for c in held[rel].columns)
     if rel in held and not lists:

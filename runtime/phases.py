@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from .session import spark_context
+from .session import not_started, spark_context
 
 # what SparkContext.setJobGroup sets
 JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -42,6 +42,8 @@ class Phases:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
             if sc is not None:
                 self.jobs[name] = self.jobs.get(name, 0) + len(sc.statusTracker().getJobIdsForGroup(group))
+            elif not_started(self.spark):  # Spark on demand that nothing needed: no job
+                self.jobs[name] = self.jobs.get(name, 0)
                 for k, v in saved.items():
                     sc.setLocalProperty(k, v)
 

@@ -46,7 +46,7 @@ log = logging.getLogger("evita.progress")
 DELAY = 1.5  # seconds before the line appears: commands quicker than this print nothing extra
 PERIOD = 0.25  # seconds between redraws (the spinner moves, the Spark job is asked again)
 PAUSE = 0.5  # after another write to the terminal, the line waits this long before it comes back
-MODES = {"small": "on the driver", "local": "in tasks"}  # engine modes (IterationStats.mode) worth saying
+MODES = {"small": "on the driver", "local": "in tasks", "here": "in this process"}  # engine modes (IterationStats.mode) worth saying
 
 
 # ---------------------------------------------------------------- events

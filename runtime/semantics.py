@@ -154,6 +154,18 @@ class Tables:
         return delta
 
 
+def facts_kept(s: Storage, rows: list) -> list:
+    """A relation's facts as the program lists them -> those it holds: of a keyed
+    relation's facts with the same key, the later replaces the earlier (Overlog's
+    `materialize` keys: a fact is an insert, a later insert with the key an update)."""
+    if s.keys is None:
+        return rows
+    last = {}
+    for r in rows:
+        last[tuple(r[k] for k in s.keys)] = r
+    return list(last.values())
+
+
 def combine(tables: Tables, s: Storage, parts: list):
     """Rule outputs, facts and inputs -> what the relation holds."""
     if not parts:

@@ -87,15 +87,51 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     return spark
 
 
+class SparkOnDemand:
+    """A SparkSession started the first time something uses it (`start()` makes it).
+
+    A small `evita run` compiles and runs in this process (`runtime/here.py`) and needs
+    no JVM; the code on its way (the stages, the catalog store) takes a session all the
+    same, for the case where something turns out to need Spark after all: a catalog too
+    large for the in-process evaluator, a function only Spark has. Passing this instead
+    starts Spark exactly then, and only then."""
+
+    def __init__(self, start):
+        self._start = start
+        self._spark = None
+
+    @property
+    def started(self) -> bool:
+        return self._spark is not None
+
+    def session(self):
+        if self._spark is None:
+            self._spark = self._start()
+        return self._spark
+
+    def __getattr__(self, name):
+        return getattr(self.session(), name)
+
+
+def not_started(spark) -> bool:
+    """Is `spark` a session on demand that nothing has needed yet?"""
+    return isinstance(spark, SparkOnDemand) and not spark.started
+
+
+def real(spark):
+    """The SparkSession itself (started if `spark` is one on demand)."""
+    return spark.session() if isinstance(spark, SparkOnDemand) else spark
+
+
 def is_remote(spark) -> bool:
     """Is `spark` a Spark Connect session (no SparkContext, no JVM in this process)?"""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
+    return type(real(spark)).__module__.startswith("pyspark.sql.connect")
 
 
 def spark_context(spark):
     """The session's SparkContext, or None over Spark Connect, which has none: job
     counts, job groups and log levels are then the server's business."""
-    return None if spark is None or is_remote(spark) else spark.sparkContext
+    return None if spark is None or not_started(spark) or is_remote(spark) else spark.sparkContext
 
 
 def parallelism(spark) -> int:

@@ -47,6 +47,21 @@ def measure(frames: dict) -> list:
     return [(rel, col, metric, float(row[name])) for rel, col, metric, name in wanted if row.get(name) is not None]
 
 
+def measure_tables(tables: dict) -> list:
+    """`measure` of pandas tables held in this process (`runtime/here.py`): the same
+    metrics, distinct counts exact (a run in process never starts Spark to estimate them)."""
+    out = []
+    for rel, t in sorted(tables.items()):
+        out.append((rel, None, "cardinality", float(len(t))))
+        for c, name in enumerate(t.columns):
+            col = t[name]
+            out.append((rel, c, "distinct", float(col.nunique(dropna=True))))
+            out.append((rel, c, "nulls", float(col.isna().sum())))
+            if len(col) and col.dtype.kind in "iuf":
+                out += [(rel, c, "min", float(col.min())), (rel, c, "max", float(col.max()))]
+    return out
+
+
 def catalog_rows(program_id: str, measured: list) -> list:
     """Rows of catalog table `statistic` (program, relation, col, metric, value)."""
     return [(program_id, rel, col, metric, value) for rel, col, metric, value in measured]

@@ -89,9 +89,34 @@ def measure(result) -> list:
         parts.append(exp.select("c0 AS src", "c1 AS dst", "COUNT(*) AS n", copy=False)
                      .from_(distinct.subquery("d", copy=False), copy=False)
                      .group_by("c0", "c1", copy=False))
+    return _per_node((row["src"], row["dst"], row["n"]) for row in engine.action(engine.scope.frame(union_all(parts))))
+
+
+def measure_held(result) -> list:
+    """`measure` over the pandas tables of a run in this process (`runtime/here.py`):
+    the same derivations, evaluated by the columnar backend (no Spark)."""
+    import pandas as pd
+
+    from .columnar import evaluate_rule
+
+    rules = located_rules(result.dataflow)
+    counted = []
+    for group in rules.values():
+        tagged = [evaluate_rule(replace(r, head_args=(source, dest) + tuple(r.head_args)),
+                                lambda step: result.held[step.relation]) for r, source, dest in group]
+        derivations = pd.concat(tagged, ignore_index=True) if len(tagged) > 1 else tagged[0]
+        if not len(derivations):
+            continue
+        derivations = derivations.drop_duplicates()
+        for (src, dst), n in derivations.groupby(["c0", "c1"], dropna=False, sort=False).size().items():
+            counted.append((None if pd.isna(src) else src, None if pd.isna(dst) else dst, int(n)))
+    return _per_node(counted)
+
+
+def _per_node(counted) -> list:
+    """(source node, destination node, tuples) -> NodeTraffic per node, sorted by node."""
     totals: dict = {}
-    for row in engine.action(engine.scope.frame(union_all(parts))):
-        src, dst, n = row["src"], row["dst"], row["n"]
+    for src, dst, n in counted:
         if src is None or dst is None:
             continue
         for node in (src, dst):

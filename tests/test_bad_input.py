@@ -97,13 +97,16 @@ def test_bad_facts_rows_fail_the_run_at_their_line(spark, capsys):
     assert f"{BAD / 'tc_bad' / 'edge.facts'}:3:5: error[input-columns]" in err
     assert f"{BAD / 'tc_bad' / 'edge.facts'}:4:3: error[input-type]" in err and "'two'" in err
     assert "did not run" in err
-    code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", "--lenient", "--stats", *quick)
-    assert code == 0 and "skipped 2 rows of edge" in out and "input edge: 2 rows skipped" in out
-    assert "null" not in out  # no value became null
-    # --stats: where each stratum ran and where the time of the run went
-    assert " small " in out or " local " in out
-    for phase in ("start Spark (JVM)", "compile: stages", "read inputs", "fixpoint", "previews"):
-        assert phase in out
+    for where in ("here", "spark"):  # read in this process (runtime/inputs_here.py), and on Spark
+        code, out, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", BAD / "tc_bad", "--lenient", "--stats", *quick,
+                             *(["--spark"] if where == "spark" else []))
+        assert code == 0 and "skipped 2 rows of edge" in out and "input edge: 2 rows skipped" in out
+        assert "null" not in out  # no value became null
+        # --stats: where each stratum ran and where the time of the run went
+        assert (" small " in out or " local " in out) if where == "spark" else " here " in out
+        for phase in ("compile: stages", "read inputs", "fixpoint", "previews"):
+            assert phase in out
+        assert ("start Spark (JVM)" in out) == (where == "spark")
 
 
 def test_spark_failure_is_one_line_naming_the_stratum(spark, capsys, monkeypatch):
@@ -115,10 +118,11 @@ def test_spark_failure_is_one_line_naming_the_stratum(spark, capsys, monkeypatch
             spark.sql("SELECT raise_error('disk on fire')").collect()
 
     monkeypatch.setattr(engine, "run", failing)
-    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta")
+    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta", "--spark")
     assert code == 1 and "Spark failed in stratum 1 (path):" in err and "disk on fire" in err
     assert "Traceback" not in err and "\tat " not in err and "--verbose" in err
-    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta", "--verbose")
+    code, _, err = run(capsys, "run", EXAMPLES / "tc.dl", "-F", EXAMPLES / "tc", "--only", "delta", "--verbose",
+                       "--spark")
     assert code == 1 and "Traceback" in err
 
 
