@@ -192,7 +192,92 @@ def _bind(args, df):
         if v.dtype == object and len(v) and not pd.isna(v).any():
             v = pd.Series(v).infer_objects().to_numpy()
         data[name] = v
-    return pd.DataFrame(data) if data else pd.DataFrame(index=range(rows))
+    return _Bound(data, rows)
+
+
+class _Bound:
+    """A rule body's valuations so far: numpy columns named by their variables. Filters
+    and assignments work on the arrays; only joins build pandas frames (`frame()`),
+    whose fixed cost per operation is most of the work when deltas hold a few tuples."""
+
+    def __init__(self, cols: dict, n: int):
+        self.cols, self.n = cols, n
+
+    @classmethod
+    def of(cls, df) -> "_Bound":
+        return cls({c: df[c].to_numpy() for c in df.columns}, len(df))
+
+    @property
+    def columns(self) -> list:
+        return list(self.cols)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, name: str):
+        return self.cols[name]
+
+    def frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.cols) if self.cols else pd.DataFrame(index=range(self.n))
+
+    def where(self, mask) -> "_Bound":
+        return _Bound({k: v[mask] for k, v in self.cols.items()}, int(mask.sum()))
+
+    def take(self, rows) -> "_Bound":
+        return _Bound({k: v[rows] for k, v in self.cols.items()}, len(rows))
+
+    def with_column(self, name: str, values) -> "_Bound":
+        return _Bound({**self.cols, name: values}, self.n)
+
+
+# Below this many row pairs a join compares every pair at once in numpy: on the tables of
+# a catalog program or a one-tuple delta, a pandas merge costs a millisecond of overhead
+# for microseconds of work.
+ALL_PAIRS = 1 << 16
+
+
+def _matches(left: _Bound, right: _Bound, keys: list):
+    """The (left row, right row) matrix of pairs equal on `keys` as `merge` pairs them
+    (whole meeting fractional as doubles, NaN meeting NaN, a null meeting nothing), or
+    None where this does not apply (too many pairs, keys of different kinds)."""
+    import numpy as np
+    import pandas as pd
+
+    if len(left) * len(right) > ALL_PAIRS:
+        return None
+    hits = None
+    for k in keys:
+        a, b = left[k], right[k]
+        if a.dtype != b.dtype and not (a.dtype.kind in "iuf" and b.dtype.kind in "iuf"):
+            return None  # merge decides (and refuses text meeting numbers)
+        same = a[:, None] == b[None, :]
+        if a.dtype.kind == "O" or b.dtype.kind == "O":
+            same = np.asarray(same, dtype=bool) & np.asarray(pd.notna(a), dtype=bool)[:, None] \
+                & np.asarray(pd.notna(b), dtype=bool)[None, :]
+        elif a.dtype.kind == "f" or b.dtype.kind == "f":
+            same |= np.isnan(a.astype(float))[:, None] & np.isnan(b.astype(float))[None, :]
+        hits = same if hits is None else hits & same
+    return hits
+
+
+def _joined(left: _Bound, right: _Bound, keys: list):
+    """`left` joined with `right` on `keys` (`_matches`), or None where merge must do it."""
+    import numpy as np
+
+    hits = _matches(left, right, keys)
+    if hits is None:
+        return None
+    li, ri = np.nonzero(hits)
+    out = left.take(li)
+    for k in keys:  # a whole key meeting a fractional one is double on both sides, as after _as_doubles
+        if out.cols[k].dtype != right[k].dtype:
+            out.cols[k] = out.cols[k].astype("float64")
+    for k, v in right.cols.items():
+        if k not in keys:
+            out.cols[k] = v[ri]
+    return out
 
 
 def _without_null_keys(df, keys: list):
@@ -212,7 +297,9 @@ def evaluate_rule(rule: RulePlan, read: Callable):
     input, 1 for count<*>). `read(step)` gives the table an atom step reads."""
     import pandas as pd
 
-    bound = pd.DataFrame(index=[0])  # no atom yet: one valuation binding nothing
+    import numpy as np
+
+    bound = _Bound({}, 1)  # no atom yet: one valuation binding nothing
     for step in rule.steps:
         if step.op in ("scan", "join", "antijoin"):
             table = read(step)
@@ -221,27 +308,34 @@ def evaluate_rule(rule: RulePlan, read: Callable):
                     continue
                 return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
             atom = _bind(step.args, table)
-            keys = [v for v in atom.columns if v in bound.columns]
+            keys = [v for v in atom.columns if v in bound.cols]
             if step.op == "antijoin":
                 if not keys:
-                    bound = bound.iloc[0:0] if len(atom) else bound
+                    bound = bound.where(np.zeros(len(bound), dtype=bool)) if len(atom) else bound
+                elif (hits := _matches(bound, atom, keys)) is not None:
+                    bound = bound.where(~hits.any(axis=1))
                 else:  # a null key matches nothing, so its row stays
-                    left, right = _as_doubles(bound[keys], _without_null_keys(atom[keys], keys).drop_duplicates())
+                    left, right = _as_doubles(bound.frame()[keys],
+                                              _without_null_keys(atom.frame()[keys], keys).drop_duplicates())
                     hit = left.merge(right, on=keys, how="left", indicator=True)
-                    bound = bound[(hit["_merge"] == "left_only").to_numpy()].reset_index(drop=True)
-            elif bound.shape[1] == 0:  # nothing bound yet (one valuation, or none)
-                bound = atom if len(bound) else atom.iloc[0:0]
+                    bound = bound.where((hit["_merge"] == "left_only").to_numpy())
+            elif not bound.cols:  # nothing bound yet (one valuation, or none)
+                bound = atom if len(bound) else atom.where(np.zeros(len(atom), dtype=bool))
             elif keys:
-                left, right = _as_doubles(_without_null_keys(bound, keys), _without_null_keys(atom, keys), keys)
-                bound = left.merge(right, on=keys, how="inner")
+                joined = _joined(bound, atom, keys)
+                if joined is None:
+                    left, right = _as_doubles(_without_null_keys(bound.frame(), keys),
+                                              _without_null_keys(atom.frame(), keys), keys)
+                    joined = _Bound.of(left.merge(right, on=keys, how="inner"))
+                bound = joined
             else:
-                bound = bound.merge(atom, how="cross")
+                bound = _Bound.of(bound.frame().merge(atom.frame(), how="cross"))
         elif step.op == "filter":  # a condition on a null is not true: the row goes
-            bound = bound[_truth(_vector(step.expr, bound, condition=True), len(bound))].reset_index(drop=True)
+            bound = bound.where(_truth(_vector(step.expr, bound, condition=True), len(bound)))
         elif step.op == "assign":
-            bound = bound.assign(**{step.var: _full(_vector(step.expr, bound), len(bound))})
+            bound = bound.with_column(step.var, _full(_vector(step.expr, bound), len(bound)))
         elif step.op == "generate":
-            bound = _generated(bound, step)
+            bound = _Bound.of(_generated(bound.frame(), step))
         if not len(bound):  # later terms would bind nothing, and the head reads them
             return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
     out = {}
@@ -302,7 +396,8 @@ def _vector(t, b, condition: bool = False):
     import numpy as np
 
     if isinstance(t, S.Var):
-        return b[t.name].to_numpy()
+        column = b[t.name]
+        return column if isinstance(column, np.ndarray) else column.to_numpy()
     if isinstance(t, S.Const):
         return _const(t)
     if isinstance(t, S.UnOp):
@@ -744,9 +839,12 @@ def _aligned(df, model):
         return df, model.astype(dict(df.dtypes)) if len(df) and len(model.columns) else model
     if not len(df):
         return df.astype(dict(model.dtypes)) if len(df.columns) else df, model
+    types = dict(zip(df.columns, df.dtypes.tolist()))
+    if types == dict(zip(model.columns, model.dtypes.tolist())):  # the usual case, asked once
+        return df, model
     widen = {}
     for c in df.columns:
-        a, b = df[c].dtype, model[c].dtype
+        a, b = types[c], model[c].dtype
         if a == b:
             continue
         if a.kind in "iuf" and b.kind in "iuf":
@@ -773,10 +871,13 @@ class _KeySet:
         if not len(df):
             return df
         keys = _keys(df)
-        fresh = ~pd.Series(keys).duplicated().to_numpy()
-        fresh &= self.table.lookup(keys) < 0
+        if len(keys) == 1:  # a delta of one tuple (a long chain of rounds): no frame work
+            fresh = self.table.lookup(keys) < 0
+        else:
+            fresh = ~pd.Series(keys).duplicated().to_numpy()
+            fresh &= self.table.lookup(keys) < 0
         self.table.map_locations(np.ascontiguousarray(keys[fresh]))
-        return df[fresh].reset_index(drop=True)
+        return df if fresh.all() else df[fresh].reset_index(drop=True)
 
 
 def _keys(df):
@@ -786,12 +887,13 @@ def _keys(df):
     import numpy as np
     import pandas as pd
 
-    ints = all(pd.api.types.is_integer_dtype(t) for t in df.dtypes)
-    if ints and df.shape[1] == 1:
-        return df.iloc[:, 0].to_numpy(dtype=np.int64)
-    if ints and df.shape[1] == 2:
-        a = df.iloc[:, 0].to_numpy(dtype=np.int64)
-        b = df.iloc[:, 1].to_numpy(dtype=np.int64)
+    columns = [df[c].to_numpy() for c in df.columns] if df.shape[1] <= 2 else None
+    ints = columns is not None and all(c.dtype.kind in "iu" for c in columns)
+    if ints and len(columns) == 1:
+        return columns[0].astype(np.int64, copy=False)
+    if ints and len(columns) == 2:
+        a = columns[0].astype(np.int64, copy=False)
+        b = columns[1].astype(np.int64, copy=False)
         lim = 1 << 31
         if len(a) == 0 or (a.min() >= -lim and a.max() < lim and b.min() >= -lim and b.max() < lim):
             return (a << 32) | (b & 0xFFFFFFFF)
