@@ -223,12 +223,13 @@ def _print_diagnostic(text: str, color: str) -> None:
         err.print(_escape(rest), markup=True, soft_wrap=True)
 
 
-def session(args, only=None):
-    """Spark with the catalog attached (`only`: just these `evita` tables, see `store.attach`)."""
+def session(args, only=None, brief: bool = False):
+    """Spark with the catalog attached (`only`: just these `evita` tables, see `store.attach`;
+    `brief`: see `spark_session`)."""
     from evita.catalog import store
     from evita.runtime.session import spark_session
 
-    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
+    spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None), brief=brief)
     with doing("the attaching of the catalog"):
         store.attach(spark, only=only)
     for what in store.RECOVERED:  # a save a killed process left half done
@@ -299,7 +300,7 @@ def cmd_catalog(args) -> int:
 
 
 def cmd_sql(args) -> int:
-    spark = session(args, only=catalog_tables_read(args.query))
+    spark = session(args, only=catalog_tables_read(args.query), brief=True)
     try:
         df = spark.sql(args.query)
     except Exception as e:  # Spark's AnalysisException/ParseException carry a readable message

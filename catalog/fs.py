@@ -126,8 +126,11 @@ class Loc:
             return f.read().decode()
 
     def write_text(self, text: str) -> None:
+        self.write_bytes(text.encode())
+
+    def write_bytes(self, data: bytes) -> None:
         with self.fs.open_output_stream(self.path) as f:
-            f.write(text.encode())
+            f.write(data)
 
     def move_to(self, target: "Loc") -> None:
         """Rename onto `target` (replacing it): atomic where the filesystem renames."""
