@@ -87,6 +87,24 @@ def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
     assert want and have != want and sum(have.values()) < sum(want.values())  # ids whose acks split never commit
 
 
+def test_the_oracle_catches_a_route_by_another_tree(spark, tmp_path):
+    """buckets.olg routed by hash(upper(V)) instead of the bucket: a bucket's values split,
+    its load is counted apart, and the outputs differ. (hash(V) would not do: its parity
+    is the bucket's, f_hash(V) % 4 keeping the sign and the low bits of the same hash.)"""
+    text = BUCKETS.read_text().replace('partition::count("server", 2).', "")
+    before, after = tmp_path / "before.olg", tmp_path / "after.olg"
+    before.write_text(text)
+    route = 'D := cat("s:1", "#", to_string(abs(hash(upper({})) % 2)))'
+    text = text.replace('component server @ "s:1"', 'component server @ ["s:1#0", "s:1#1"]')
+    text = text.replace('store(@"s:1", V)@async :- put(@C, V).',
+                        f"store(@D, V)@async :- put(@C, V), {route.format('V')}.")
+    after.write_text(text.replace('probe(@"s:1", W)@async :- ask(@C, W).',
+                                  f"probe(@D, W)@async :- ask(@C, W), {route.format('W')}."))
+    runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
+    want, have = shown_outputs(runs[0]), shown_outputs(runs[1])
+    assert want and sum(have.values()) < sum(want.values())  # probes miss the values stored at the other partition
+
+
 def test_each_partition_commits_the_ids_its_hash_names(timed):
     original, partitioned = timed
     assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
