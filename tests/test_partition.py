@@ -27,6 +27,7 @@ STEPS = 14  # the votes are facts (they hold at every step): compared over a hor
 
 
 FD = FIXTURES / "partition" / "fd.olg"
+BUCKETS = FIXTURES / "partition" / "buckets.olg"  # keyed by the tree f_hash(_) % 4 that two rules compute
 _TIMED: dict = {}
 
 
@@ -60,7 +61,8 @@ def timed(spark):
 
 
 @pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
-                                                  ("voting", "participant", 40)], ids=["cohash", "fd", "voting"])
+                                                  (BUCKETS, "server", STEPS), ("voting", "participant", 40)],
+                         ids=["cohash", "fd", "buckets", "voting"])
 def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
                                                                           steps):
     if path == "voting":  # the paper partitions voting's participants (TR §5.2): keyed on the request's Id
@@ -85,6 +87,24 @@ def test_the_oracle_catches_a_partitioning_on_the_wrong_key(spark, tmp_path):
     assert want and have != want and sum(have.values()) < sum(want.values())  # ids whose acks split never commit
 
 
+def test_the_oracle_catches_a_route_by_another_tree(spark, tmp_path):
+    """buckets.olg routed by hash(upper(V)) instead of the bucket: a bucket's values split,
+    its load is counted apart, and the outputs differ. (hash(V) would not do: its parity
+    is the bucket's, f_hash(V) % 4 keeping the sign and the low bits of the same hash.)"""
+    text = BUCKETS.read_text().replace('partition::count("server", 2).', "")
+    before, after = tmp_path / "before.olg", tmp_path / "after.olg"
+    before.write_text(text)
+    route = 'D := cat("s:1", "#", to_string(abs(hash(upper({})) % 2)))'
+    text = text.replace('component server @ "s:1"', 'component server @ ["s:1#0", "s:1#1"]')
+    text = text.replace('store(@"s:1", V)@async :- put(@C, V).',
+                        f"store(@D, V)@async :- put(@C, V), {route.format('V')}.")
+    after.write_text(text.replace('probe(@"s:1", W)@async :- ask(@C, W).',
+                                  f"probe(@D, W)@async :- ask(@C, W), {route.format('W')}."))
+    runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
+    want, have = shown_outputs(runs[0]), shown_outputs(runs[1])
+    assert want and sum(have.values()) < sum(want.values())  # probes miss the values stored at the other partition
+
+
 def test_each_partition_commits_the_ids_its_hash_names(timed):
     original, partitioned = timed
     assert list(partitioned.components["collector"]) == ["coll:1#0", "coll:1#1"]
@@ -95,6 +115,19 @@ def test_each_partition_commits_the_ids_its_hash_names(timed):
     # at the partition Spark's hash names: abs(xxhash64(Id) % 2), % keeping the dividend's sign
     for node, ids in per_node.items():
         assert {f"coll:1#{abs(_java_mod(xxhash64(i), 2))}" for i in ids} == {node}
+
+
+def test_an_expression_key_is_computed_by_the_sender(spark):
+    """buckets.olg: the client routes store(V) by hash(f_hash(V) % 4), so each partition
+    holds the buckets its hash names, whichever rule (s1, s4) wrote the expression."""
+    _, partitioned = _timed(spark, BUCKETS)
+    buckets = Simulation(partitioned, range(20), DELAY).run(STEPS).final("bucket")
+    per_node = buckets.groupby("node")["c1"].apply(set).to_dict()
+    assert set(per_node) == {"s:1#0", "s:1#1"}, per_node
+    for node, hs in per_node.items():
+        assert {f"s:1#{abs(_java_mod(xxhash64(h), 2))}" for h in hs} == {node}, (node, hs)
+    for value in ("apple", "fig", "kiwi"):  # and the bucket is the one s1 computes
+        assert _java_mod(xxhash64(value), 4) in set().union(*per_node.values())
 
 
 def _java_mod(a: int, n: int) -> int:
@@ -172,6 +205,22 @@ component collector @ "coll:1" {
     c2 greet(@"client:1", H)@async :- hello(@L, H).
 }
 """
+TWO_TREES = """
+component src @ "s" {
+    a(@"s", "Fig"). b(@"s", "FIG", 1).
+    e1 aa(@"coll:1", W)@async :- a(@S, W).
+    e2 bb(@"coll:1", U, X)@async :- b(@S, U, X).
+}
+component collector @ "coll:1" {
+    j1 up(@"client:1", W, X)@async :- aa(@N, W), U := upper(W), bb(@N, U, X).
+    j2 down(@"client:1", W, X)@async :- aa(@N, W), V := lower(W), bb(@N, V, X).
+}
+"""
+IMPURE = TWO_TREES.replace("V := lower(W)", 'V := cat(upper(W), substr("", 0, rand()))').replace(
+    "U := upper(W)", 'U := cat(upper(W), substr("", 0, rand()))')
+NARROW = TWO_TREES.replace("lower(W)", "strlen(W)").replace("upper(W)", "strlen(W)")
+KEYED = COHASH.read_text().replace('partition::count("collector", 2).',
+                                   "materialize(acks, infinity, infinity, keys(1, 2)).")
 REFUSED = [  # (program text, directive, code, rule, words)
     (None, 'partition::key("collector", "ack", 1)', "partition-key", "c3",
      "relation numAcks has no column in key class ack.1"),
@@ -185,6 +234,12 @@ REFUSED = [  # (program text, directive, code, rule, words)
     (CONSTKEY, None, "not supported yet", "p1", "the key of its ack message is const, not a variable"),
     (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
     (REPLICATED, None, "replicated-send", "c2", "every partition would send its greet"),
+    (TWO_TREES, 'partition::key("collector", "bb", 1)', "partition-key", "j2",
+     "it keys aa by lower(aa.1) where rule j1 keys it by upper(aa.1) (key class"),
+    (IMPURE, None, "partition-key", None, "no column class of collector is a valid partition key"),
+    (NARROW, None, "partition-key", None, "no column class of collector is a valid partition key"),
+    (KEYED, 'partition::key("collector", "acks", 2)', "partition-key", "c1",
+     "relation acks has a primary key without its column 2 in key class ack.2"),
 ]
 
 
