@@ -233,8 +233,8 @@ def test_a_threshold_that_can_turn_false_or_an_invalid_combination_is_refused(sp
 
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
     """Why `N == Q` is refused: the stage's rewrite of threshold.olg with the threshold
-    made an equality, simulated, differs from the original in many seeds (forwarded acks
-    that arrive together take the count from 1 to 3, past 2)."""
+    made an equality, simulated, differs from the original in many seeds (about half of
+    them: forwarded acks that arrive together take the count from 1 to 3, past 2)."""
     from evita.catalog.printer import format_program
     from conftest import after_stage
 
@@ -242,10 +242,10 @@ def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_
     rewritten, original = tmp_path / "rewritten.olg", tmp_path / "original.olg"
     rewritten.write_text(format_program(after).replace("N >= Q", "N == Q"))
     original.write_text((CASES / "threshold.olg").read_text().replace("N >= Q", "N == Q"))
-    runs = [Simulation(compile_timed(str(p), spark, skip=("decouple", "partition")), SEEDS, DELAY).run(25)
+    runs = [Simulation(compile_timed(str(p), spark, skip=("decouple", "partition")), range(100), DELAY).run(25)
             for p in (original, rewritten)]
     want, have = (_outcome(r) for r in runs)
-    assert want and len({seed for seed, *_ in want ^ have}) > 20, "an equality threshold survives the rewrite"
+    assert want and len({seed for seed, *_ in want ^ have}) > 10, "an equality threshold survives the rewrite"
 
 
 def test_an_entangled_rule_moves_with_its_logical_address_and_client_input_stays(spark, tmp_path, capsys):
