@@ -62,14 +62,17 @@ def timed(spark):
 
 
 @pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
-                                                  (BUCKETS, "server", STEPS), (SHARED_ACK, "collector", STEPS),
-                                                  ("voting", "participant", 40)],
-                         ids=["cohash", "fd", "buckets", "shared", "voting"])
+                                                  (BUCKETS, "server", STEPS), ("chained", "server", STEPS),
+                                                  (SHARED_ACK, "collector", STEPS), ("voting", "participant", 40)],
+                         ids=["cohash", "fd", "buckets", "chained", "shared", "voting"])
 def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
                                                                           steps):
     if path == "voting":  # the paper partitions voting's participants (TR §5.2): keyed on the request's Id
         path = tmp_path_factory.mktemp("voting") / "voting.olg"
         path.write_text('partition::count("participant", 2).\n' + (EXAMPLES / "protocols" / "voting.olg").read_text())
+    if path == "chained":  # buckets.olg with s1's bucket in two steps: the sender computes the composed tree
+        path = tmp_path_factory.mktemp("chained") / "chained.olg"
+        path.write_text(BUCKETS.read_text().replace("H := f_hash(V) % 4", "G := f_hash(V), H := G % 4"))
     original, partitioned = _timed(spark, path)
     assert len(partitioned.components[component]) == 2 * len(original.components[component])
     runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
