@@ -28,6 +28,7 @@ STEPS = 14  # the votes are facts (they hold at every step): compared over a hor
 
 FD = FIXTURES / "partition" / "fd.olg"
 BUCKETS = FIXTURES / "partition" / "buckets.olg"  # keyed by the tree f_hash(_) % 4 that two rules compute
+SHARED_ACK = FIXTURES / "partition" / "shared.olg"  # ack read by the collector and an audit: routed conditionally
 _TIMED: dict = {}
 
 
@@ -61,13 +62,17 @@ def timed(spark):
 
 
 @pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
-                                                  (BUCKETS, "server", STEPS), ("voting", "participant", 40)],
-                         ids=["cohash", "fd", "buckets", "voting"])
+                                                  (BUCKETS, "server", STEPS), ("chained", "server", STEPS),
+                                                  (SHARED_ACK, "collector", STEPS), ("voting", "participant", 40)],
+                         ids=["cohash", "fd", "buckets", "chained", "shared", "voting"])
 def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
                                                                           steps):
     if path == "voting":  # the paper partitions voting's participants (TR §5.2): keyed on the request's Id
         path = tmp_path_factory.mktemp("voting") / "voting.olg"
         path.write_text('partition::count("participant", 2).\n' + (EXAMPLES / "protocols" / "voting.olg").read_text())
+    if path == "chained":  # buckets.olg with s1's bucket in two steps: the sender computes the composed tree
+        path = tmp_path_factory.mktemp("chained") / "chained.olg"
+        path.write_text(BUCKETS.read_text().replace("H := f_hash(V) % 4", "G := f_hash(V), H := G % 4"))
     original, partitioned = _timed(spark, path)
     assert len(partitioned.components[component]) == 2 * len(original.components[component])
     runs = [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
@@ -103,6 +108,21 @@ def test_the_oracle_catches_a_route_by_another_tree(spark, tmp_path):
     runs = [Simulation(_tick(spark, p), range(20), DELAY).run(STEPS) for p in (before, after)]
     want, have = shown_outputs(runs[0]), shown_outputs(runs[1])
     assert want and sum(have.values()) < sum(want.values())  # probes miss the values stored at the other partition
+
+
+def test_a_shared_message_routed_unconditionally_would_miss_the_audit(spark, tmp_path):
+    """shared.olg with every ack routed to a partition, the audit's too (what the stage did
+    before conditional routes, had it not refused): the acks for the audit go to audit:1#i,
+    which no component has (the simulator stops there)."""
+    from evita.bootstrap.diagnostics import EvitaError
+
+    text = SHARED_ACK.read_text().replace('partition::count("collector", 2).', "")
+    text = text.replace('component collector @ "coll:1"', 'component collector @ ["coll:1#0", "coll:1#1"]')
+    text = text.replace('numReplicas(@"coll:1", 2).', 'numReplicas(@"coll:1#0", 2). numReplicas(@"coll:1#1", 2).')
+    after = tmp_path / "after.olg"
+    after.write_text(text.replace("to(@R, Id, D).", 'to(@R, Id, D0), D := cat(D0, "#", to_string(abs(hash(Id) % 2))).'))
+    with pytest.raises(EvitaError, match=r"sends ack\('audit:1#"):
+        Simulation(_tick(spark, after), range(5), DELAY).run(STEPS)
 
 
 def test_each_partition_commits_the_ids_its_hash_names(timed):
@@ -163,9 +183,8 @@ component collector @ "coll:1" {
 """
 SHARED = """
 component replica @ "r1" {
-    vote(@"r1", 5).
-    p1 ack(@"coll:1", X)@async :- vote(@R, X).
-    p2 ack(@"audit:1", X)@async :- vote(@R, X).
+    vote(@"r1", 5, "coll:1").
+    p1 ack(@D, X)@async :- vote(@R, X, D).
 }
 component collector @ "coll:1" {
     c1 seen(@L, X) :- ack(@L, X).
@@ -219,6 +238,9 @@ component collector @ "coll:1" {
 IMPURE = TWO_TREES.replace("V := lower(W)", 'V := cat(upper(W), substr("", 0, rand()))').replace(
     "U := upper(W)", 'U := cat(upper(W), substr("", 0, rand()))')
 NARROW = TWO_TREES.replace("lower(W)", "strlen(W)").replace("upper(W)", "strlen(W)")
+# a chain is followed only through trees that are members themselves: strlen (a 32-bit int) stops it
+NARROW_CHAIN = TWO_TREES.replace("U := upper(W)", "G := strlen(W), U := G + 0").replace("V := lower(W)",
+                                                                                        "G := strlen(W), V := G + 0")
 KEYED = COHASH.read_text().replace('partition::count("collector", 2).',
                                    "materialize(acks, infinity, infinity, keys(1, 2)).")
 REFUSED = [  # (program text, directive, code, rule, words)
@@ -229,7 +251,8 @@ REFUSED = [  # (program text, directive, code, rule, words)
     (None, 'partition::count("collecter", 2)', "partition-directive", None, "needs a component C"),
     (None, 'partition::key("replica", "vote", 1)', "partition-directive", None, "partition::key for replica without"),
     (CLIENT, None, "client-input", "c1", "reads request, which nothing derives or holds"),
-    (SHARED, None, "shared-message", "a1", "reads ack outside collector"),
+    (SHARED, 'partition::count("audit", 2)', "not supported yet", "p1",
+     "sends ack, which both audit and collector partition: one route per message"),
     (COMPUTED, None, "not supported yet", "p1", "the destination of its ack message is expr"),
     (CONSTKEY, None, "not supported yet", "p1", "the key of its ack message is const, not a variable"),
     (SELF, None, "not supported yet", "c2", "sends ack to its own location L"),
@@ -238,6 +261,7 @@ REFUSED = [  # (program text, directive, code, rule, words)
      "it keys aa by lower(aa.1) where rule j1 keys it by upper(aa.1) (key class"),
     (IMPURE, None, "partition-key", None, "no column class of collector is a valid partition key"),
     (NARROW, None, "partition-key", None, "no column class of collector is a valid partition key"),
+    (NARROW_CHAIN, None, "partition-key", None, "no column class of collector is a valid partition key"),
     (KEYED, 'partition::key("collector", "acks", 2)', "partition-key", "c1",
      "relation acks has a primary key without its column 2 in key class ack.2"),
 ]
