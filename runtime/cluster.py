@@ -177,6 +177,9 @@ def _wait_alive(cluster: Cluster, workers: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         dead = [x for x in cluster.daemons if not _running(x.pid)]
+        if dead:  # a second look: a daemon seen between two states of its start is not dead
+            time.sleep(1.0)
+            dead = [x for x in dead if not _running(x.pid)]
         if dead:
             raise ClusterError(f"{dead[0].role} (pid {dead[0].pid}) exited during start-up; "
                                f"its log, {dead[0].log}, ends:\n{_tail(dead[0].log)}")
@@ -204,12 +207,13 @@ def _running(pid: int) -> bool:
     """Is `pid` a live Spark daemon (not a zombie, not a reused pid)?"""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+            if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
                 return False
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"org.apache.spark.deploy" in cmd or b"spark-class" in cmd
+    # empty while spark-class execs the JVM (the kernel swaps the process image): still ours
+    return not cmd or b"org.apache.spark.deploy" in cmd or b"spark-class" in cmd
 
 
 def status(directory=None) -> dict | None:
