@@ -398,7 +398,7 @@ def test_every_partition_applies_the_replicated_inputs_in_one_order(partial_runs
         assert set(at) == {"r1#0", "r1#1"} and at["r1#0"] == at["r1#1"], (seed, at)
         assert sorted(o for o, *_ in at["r1#0"]) == [0, 1, 2, 3], (seed, at)
         assert {(seed, n, o) for n in at for o in range(4)} <= processed, seed
-        orders.add(tuple(b for _, *b in sorted(at["r1#0"])))
+        orders.add(tuple(tuple(b) for _, *b in sorted(at["r1#0"])))
     assert len(orders) > 1, orders
 
 
