@@ -18,7 +18,7 @@ import pytest
 from evita.runtime.simulate import Simulation
 from evita.runtime.xxhash import xxhash64
 
-from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs, simulated
+from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs, simulated, stage_alone
 
 COHASH = FIXTURES / "partition" / "cohash.olg"
 SEEDS = range(200)
@@ -333,3 +333,108 @@ def test_explain_shows_the_partitions_the_key_chosen_and_why_the_others_are_not(
     assert "candidate ack.1: its head aggregates the key: count<R>" in text
     assert "acks: key column 2" in text and "sends ack by column 2" in text
     assert dot.read_text().startswith("digraph")
+
+
+# ---------------------------------------------------------------- partial partitioning (TR §4.3, B.3)
+PARTIAL = FIXTURES / "partition" / "partial.olg"  # the golden pair's replica: C1 ballots, C2 storage keyed on Id
+PARTIAL_STEPS = 60  # every seed quiesces well before (asserted)
+
+
+@pytest.fixture(scope="module")
+def partial_runs(spark):
+    original, partitioned = _timed(spark, PARTIAL)
+    assert set(partitioned.components) == set(original.components) | {"replica_coord"}
+    return [Simulation(t, SEEDS, DELAY).run(PARTIAL_STEPS) for t in (original, partitioned)]
+
+
+def _at_quiescence(run):
+    """(seed, relation, peer, tuple) of every output, addresses logical, steps dropped."""
+    t = run.trace[run.trace["kind"].isin(("external", "output"))]
+    return {(int(r.seed), r.relation, logical_value(r.peer), tuple(map(logical_value, r.tuple)))
+            for r in t.itertuples(index=False)}
+
+
+def _by_seed(frame, columns):
+    out = {}
+    for r in frame.itertuples(index=False):
+        out.setdefault(int(r.seed), set()).add(tuple(logical_value(getattr(r, c)) for c in columns))
+    return out
+
+
+def test_a_partially_partitioned_component_shows_the_same_outputs_at_quiescence(partial_runs):
+    """The oracle of the research notes §4 for partial partitioning: equal output sets at
+    quiescence (the replicated inputs wait for the coordinator, so steps differ), and the
+    same final state: C1 (maxBallot) whole at every partition, C2 (storage) split."""
+    original, partitioned = partial_runs
+    assert not original.late and not partitioned.late, "some seed did not quiesce: raise PARTIAL_STEPS"
+    want, have = _at_quiescence(original), _at_quiescence(partitioned)
+    assert len({seed for seed, *_ in want}) == len(SEEDS) and want == have
+    want_max = _by_seed(original.final("maxBallot"), ["c1"])
+    have_max = partitioned.final("maxBallot")
+    for node in ("r1#0", "r1#1"):
+        assert _by_seed(have_max[have_max["node"] == node], ["c1"]) == want_max, node
+    for rel, columns in (("storage", ["c0", "c1", "c2"]), ("who", ["c0", "c1"])):
+        assert _by_seed(partitioned.final(rel), columns) == _by_seed(original.final(rel), columns), rel
+    who = partitioned.final("who")
+    assert len(who) == 2 * len(original.final("who"))  # whole at both partitions
+
+
+def test_every_partition_applies_the_replicated_inputs_in_one_order(partial_runs):
+    """The coordinator's commits, as delivered: each partition gets the same (order, ballot,
+    who) triples, the orders 0..3 with one tuple each (two tuples share ballot 1), and applied them all (its
+    ballotIn_processed holds every order). The order is the coordinator's, not the leader's:
+    it differs across seeds, so the check is not vacuous."""
+    _, partitioned = partial_runs
+    t = partitioned.trace
+    commits = t[(t["kind"] == "deliver") & (t["relation"] == "ballotIn_commit")]
+    got: dict = {}
+    for r in commits.itertuples(index=False):
+        got.setdefault(int(r.seed), {}).setdefault(r.node, set()).add(tuple(r.tuple[1:]))
+    done = partitioned.final("ballotIn_processed")
+    processed = {(int(r.seed), r.node, int(r.c1)) for r in done.itertuples(index=False)}
+    orders = set()
+    for seed in SEEDS:
+        at = got[seed]
+        assert set(at) == {"r1#0", "r1#1"} and at["r1#0"] == at["r1#1"], (seed, at)
+        assert sorted(o for o, *_ in at["r1#0"]) == [0, 1, 2, 3], (seed, at)
+        assert {(seed, n, o) for n in at for o in range(4)} <= processed, seed
+        orders.add(tuple(tuple(b) for _, *b in sorted(at["r1#0"])))
+    assert len(orders) > 1, orders
+
+
+PARTIAL_TEXT = PARTIAL.read_text()
+PARTIAL_REFUSED = [  # (replace this, by that, code, rule, words)
+    ("q4 maxBallot(@R, max<B>) :- ballots(@R, B).", "q4 maxBallot(@R, max<B>) :- ballots(@R, B), storage(@R, B, _).",
+     "partial-independence", "q4", "reads storage, which C2 (partitioned) derives"),
+    ("q3 ballots(@R, B)@next :- ballots(@R, B).", "q3 ballots(@R, B + 1)@next :- ballots(@R, B).",
+     "partial-state-machine", "q3", "C1 must change only on its inputs"),
+    ("q6 storage(@R, Id, V)@next :- storage(@R, Id, V).",
+     "q6 storage(@R, Id, V)@next :- storage(@R, Id, V), ballotIn(@R, Id, _).", "partial-input", "q6",
+     "reads ballotIn, an input of C1 (replicated)"),
+    ("q7 ack(@L, R, Id, V)@async :- request(@R, Id, V), startBallot(@R, B), ballots(@R, B), leader(@R, L).",
+     "q7 ack(@L, R, B)@async :- startBallot(@R, B), leader(@R, L).", "partial-state-machine", "q7",
+     "no existence dependency"),
+    ('partition::replicate("replica", "maxBallot").',
+     'partition::replicate("replica", "maxBallot").\npartition::replicate("replica", "nope").', "partition-directive",
+     None, "no rule of replica derives nope"),
+    (("q2b who(@R, W) :- ballotIn(@R, _, W).", "l3 request("),  # a second input of C1, and its sender
+     ("q2b who(@R, W) :- other(@R, W).", 'l5 other(@"r1", 7)@async :- b(@L, 7, _).\n    l3 request('),
+     "not supported yet", None, "C1 of replica reads 2 messages"),
+]
+
+
+@pytest.mark.parametrize("old,new,code,rule,words", PARTIAL_REFUSED,
+                         ids=[c.replace(" ", "-") + "-" + w[:20] for *_, c, _, w in PARTIAL_REFUSED])
+def test_a_partial_partitioning_the_check_refuses_fails_at_the_rule(spark, tmp_path, old, new, code, rule, words):
+    text = PARTIAL_TEXT
+    for o, n in zip(*((old, new) if isinstance(old, tuple) else ((old,), (new,)))):
+        assert o in text
+        text = text.replace(o, n)
+    from evita.bootstrap.parser import parse_program
+
+    with pytest.raises(Exception) as e:  # the stage alone (in process): the checks are all its own
+        stage_alone(spark, "partition", parse_program(text, str(tmp_path / "refused.olg")))
+    shown = str(e.value)
+    assert f"error[{code}]" in shown and words in shown, shown
+    if rule:
+        assert f"rule {rule}" in shown, shown
