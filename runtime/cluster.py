@@ -177,7 +177,7 @@ def _wait_alive(cluster: Cluster, workers: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         dead = [x for x in cluster.daemons if not _running(x.pid)]
-        if dead:  # a second look: a daemon seen between two states of its start is not dead
+        if dead:  # a second look: spark-class exec-ing the JVM can read as neither, for an instant
             time.sleep(1.0)
             dead = [x for x in dead if not _running(x.pid)]
         if dead:
@@ -212,8 +212,7 @@ def _running(pid: int) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    # empty while spark-class execs the JVM (the kernel swaps the process image): still ours
-    return not cmd or b"org.apache.spark.deploy" in cmd or b"spark-class" in cmd
+    return b"org.apache.spark.deploy" in cmd or b"spark-class" in cmd
 
 
 def status(directory=None) -> dict | None:
