@@ -75,19 +75,26 @@ def test_a_functional_half_shows_the_same_outputs_none_earlier(spark):
     assert any(have[k] > want[k] for k in want), "the forwarding hop costs no time: the check would show nothing"
 
 
-def test_paxos_with_its_broadcasts_decoupled_shows_the_same_outputs_none_earlier(spark, tmp_path):
-    """The paper's p2a proxy leaders, by directive: the proposer's p2a and commit
-    broadcasts (q3, q10, which name the proposer as data: rewritten to its logical
-    address) move to p1/2 and p2/2, and the proposer forwards what they read. 10 seeds:
-    Paxos simulates ten times slower than the other protocols (the functional oracle
-    holds on 200 seeds in the test above)."""
+@pytest.mark.parametrize("partitioned", [False, True], ids=["halves", "halves partitioned"])
+def test_paxos_with_its_broadcasts_decoupled_shows_the_same_outputs_none_earlier(spark, tmp_path, partitioned):
+    """The paper's p2a proxy leaders, by directive: the proposer's p2a broadcast (q3) moves
+    to p1/2 and its commit broadcast (q10) to p1/3 (both name the proposer as data:
+    rewritten to its logical address), and the proposer forwards what they read; then
+    each half is partitioned 3 ways on the slot (bench/protocols.py's deployment). 10
+    seeds: Paxos simulates ten times slower than the other protocols (the functional
+    oracle holds on 200 seeds in the test above)."""
     path = tmp_path / "paxos.olg"
-    path.write_text('decouple::functional("proposer", "q3").\ndecouple::functional("proposer", "q10").\n'
-                    + (PROTOCOLS / "paxos.olg").read_text())
+    directives = 'decouple::functional("proposer", "q3", 2).\ndecouple::functional("proposer", "q10", 3).\n'
+    if partitioned:
+        directives += ('partition::count("proposer_2", 3).\npartition::count("proposer_3", 3).\n'
+                       'partition::key("proposer_2", "assign_2", 2).\npartition::key("proposer_3", "chosen_3", 2).\n')
+    path.write_text(directives + (PROTOCOLS / "paxos.olg").read_text())
     seeds = range(10)
     original, decoupled = (Simulation(compile_timed(str(path), spark, skip=skip), seeds, DELAY).run(60)
-                           for skip in (("decouple",), ()))
-    assert "proposer_2" in decoupled.timed.components and not original.late and not decoupled.late
+                           for skip in (("decouple", "partition"), ()))
+    halves = {c: len(a) for c, a in decoupled.timed.components.items() if c.startswith("proposer_")}
+    assert halves == ({"proposer_2": 6, "proposer_3": 6} if partitioned else {"proposer_2": 2, "proposer_3": 2})
+    assert not original.late and not decoupled.late
     want, have = _first(shown_outputs(original)), _first(shown_outputs(decoupled))
     assert want and set(have) == set(want)
     assert not [k for k in want if have[k] < want[k]], "an output shown earlier than in the original"
