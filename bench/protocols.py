@@ -47,7 +47,15 @@ PAPER = {
     "twopc": (30_000, 5.3, 46, "txn", 80),
     "paxos": (50_000, 3.0, 29, "clientIn", 160),
 }
-PAXOS_HALVES = 'decouple::functional("proposer", "q3", 2).\ndecouple::functional("proposer", "q10", 3).'
+SCALED_DIR = PROTOCOLS / "scaled"  # the paper's deployments, as directive files
+
+
+def scaled(protocol: str) -> str:
+    """The directives of examples/protocols/scaled/PROTOCOL.olg (its #include left out)."""
+    lines = (SCALED_DIR / f"{protocol}.olg").read_text().splitlines()
+    return "\n".join(line for line in lines if not line.startswith("#include"))
+
+
 # deployment name -> (stages skipped, directive facts prepended to the program)
 DEPLOYMENTS = {
     "voting": [
@@ -55,6 +63,7 @@ DEPLOYMENTS = {
         ("decouple (automatic)", ("partition",), ""),
         ("decouple + partition x5 (collectors, participants)", (),
          'partition::count("leader_2", 5).\npartition::count("participant", 5).'),
+        ("scaled/voting.olg: + broadcasters x5 (the paper's deployment)", (), scaled("voting")),
     ],
     "twopc": [
         ("as written", ("decouple", "partition"), ""),
@@ -62,17 +71,13 @@ DEPLOYMENTS = {
         ("decouple + partition x5 (committers, enders, participants' voters and ackers)", (),
          'partition::count("coordinator_2", 5).\npartition::count("coordinator_3", 5).\n'
          'partition::count("participant", 5).\npartition::count("participant_2", 5).'),
+        ("scaled/twopc.olg: + vote requesters x5 (the paper's deployment)", (), scaled("twopc")),
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),
-        # the leader's p2a and commit broadcasts (q3, q10) move to halves of their own, which
-        # the proposer forwards what they read (assign, chosen): the paper's p2a proxy
-        # leaders, and the commit broadcast its p2b proxy leaders make
-        ("decouple::functional (p2a broadcast to p1/2, commit broadcast to p1/3)", ("partition",),
-         PAXOS_HALVES),
-        ("the same + partition x3 of each half, keyed on the slot", (),
-         PAXOS_HALVES + '\npartition::count("proposer_2", 3).\npartition::count("proposer_3", 3).\n'
-         'partition::key("proposer_2", "assign_2", 2).\npartition::key("proposer_3", "chosen_3", 2).'),
+        ("scaled/paxos.olg without partition: p2a broadcast to p1/2, commit broadcast to p1/3",
+         ("partition",), scaled("paxos")),
+        ("scaled/paxos.olg: the same, each half x3 on the slot", (), scaled("paxos")),
     ],
 }
 
