@@ -136,6 +136,62 @@ def test_a_functional_and_a_monotonic_half_of_one_component_each_keep_their_orac
     assert _outcome(original, "certified") and _outcome(decoupled, "certified") == _outcome(original, "certified")
 
 
+def _decisions(run) -> dict:
+    """(seed, Id) -> the steps decide(Id) reached the client at."""
+    out = defaultdict(list)
+    for r in run.trace[(run.trace["kind"] == "external") & (run.trace["relation"] == "decide")].itertuples(index=False):
+        out[(int(r.seed), r.tuple[1])].append(int(r.step))
+    return out
+
+
+def _quorum_steps(run, q: int = 2) -> dict:
+    """(seed, Id) -> the step the q-th ack of Id reached the collector (leader:1 or leader:1/2)."""
+    steps = defaultdict(list)
+    for r in run.trace[(run.trace["kind"] == "deliver") & (run.trace["relation"] == "ack")].itertuples(index=False):
+        steps[(int(r.seed), r.tuple[2])].append(int(r.step))
+    return {k: sorted(v)[q - 1] for k, v in steps.items() if len(v) >= q}
+
+
+def test_an_asymmetric_half_quiesces_with_the_same_outputs_and_one_decision_per_request_after_its_quorum(spark):
+    """asymmetric.olg: the ack collector c1-c5 (monotonic, a quorum threshold) moves to
+    leader:1/2; the leader's d1-d3 (decide once: notin) read what it derives, reached, in
+    sealed batches, and its ackSeen to the client waits for the leader's ack of their
+    batch (TR App. A.5). Every seed quiesces in both; at quiescence the outputs are the
+    same; each request is decided exactly once, never before two replicas' acks arrived."""
+    original, decoupled = _both(spark, CASES / "asymmetric.olg", 60)
+    assert "leader_2" in decoupled.timed.components and not original.late and not decoupled.late
+    want = _outcome(original)
+    assert {seed for seed, *_ in want} == set(SEEDS) and _outcome(decoupled) == want
+    for run in (original, decoupled):
+        decided, quorum = _decisions(run), _quorum_steps(run)
+        assert set(decided) == {(seed, i) for seed in SEEDS for i in (1, 2)}, "a request never decided"
+        twice = {k: v for k, v in decided.items() if len(v) != 1}
+        assert not twice, f"decided more than once: {sorted(twice.items())[:5]}"
+        early = {k: (v[0], quorum.get(k)) for k, v in decided.items() if k not in quorum or v[0] <= quorum[k]}
+        assert not early, f"decided before its quorum (decision step, quorum step): {sorted(early.items())[:5]}"
+    # Batch Acknowledgement: an ackSeen of an ack the collector took at step t reaches the
+    # client after the leader's ack of the last batch the collector numbered by t came back
+    tr = decoupled.trace
+    numbered, acked, seen = defaultdict(dict), {}, {}
+    for r in tr[(tr["kind"] == "send") & (tr["relation"] == "leader_2_inputs")].itertuples(index=False):
+        numbered[int(r.seed)][r.tuple[1]] = int(r.step)
+    for r in tr[(tr["kind"] == "deliver") & (tr["relation"] == "leader_2_ack")].itertuples(index=False):
+        acked[(int(r.seed), r.tuple[1])] = int(r.step)
+    for r in tr[(tr["kind"] == "external") & (tr["relation"] == "ackSeen")].itertuples(index=False):
+        seen[(int(r.seed), r.tuple[1], r.tuple[2])] = int(r.step)
+    waited = 0
+    for r in tr[(tr["kind"] == "deliver") & (tr["relation"] == "ack")].itertuples(index=False):
+        seed, step = int(r.seed), int(r.step)
+        batch = max((b for b, at in numbered[seed].items() if at <= step), default=0)
+        if batch:
+            waited += 1
+            assert seen[(seed, r.tuple[1], r.tuple[2])] > acked[(seed, batch)], f"ackSeen before its batch's ack: {r}"
+    assert waited, "no output waited for a batch: the check shows nothing"
+    # the batches cost time: some decision comes later than in the original
+    first_want, first_have = _decisions(original), _decisions(decoupled)
+    assert any(first_have[k][0] > first_want[k][0] for k in first_want), "sealing costs no time: the check shows nothing"
+
+
 # ---------------------------------------------------------------- what the split is
 
 def test_voting_is_split_as_the_paper_splits_it_by_hand(spark):
