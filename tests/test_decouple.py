@@ -287,6 +287,44 @@ def test_a_threshold_that_can_turn_false_or_an_invalid_combination_is_refused(sp
     assert f"error[{code}]" in shown and f"| {' ' * 4}{rule} " in shown and words in shown, shown
 
 
+ASYMMETRIC = [  # (text, replaced by, code, rule or None (at the directive), words) on asymmetric.olg
+    ("ack(@L, R, Id).\n    d1", "ack(@L, R, Id), voted(@L, Id).\n    d1", "asymmetric-independence", "c5",
+     "rule c5 reads voted, which half 1 of leader derives"),
+    ("c2 acks(@L, R, Id)@next", 'c2 acks(@L, "r0", Id)@next', "asymmetric-state-machine", "c2",
+     "rule c2 changes acks at the next step other than by an explicit persist"),
+    ("ackSeen(@\"client:1\", R, Id)@async :- ack(@L, R, Id)", "ackSeen(@\"client:1\", R, Id)@async :- acks(@L, R, Id)",
+     "asymmetric-state-machine", "c5", "rule c5 sends ackSeen without reading a message"),
+    ("c4 reached(@L, Id) :- ack(@L, _, Id), ", "c4 reached(@L, Id) :- ", "asymmetric-state-machine", "c4",
+     "rule c4 derives reached, which half 1 reads, without reading a message"),
+    ("N >= Q.", 'N >= Q, notin acks(@L, "r9", Id).', "monotonic", "c4", "rule c4 has a negation"),
+    ("N >= Q", "N == Q", "monotonic", "c3", "rule c4 compares its value N with =="),
+    ("d2 decided(@L, Id)@next :- reached(@L, Id).", "d2 decided(@L, Id)@next :- reached(@L, Id), ack(@L, _, Id).",
+     "shared-input", "c1", "rule c1 reads the message ack, which half 1 of leader reads too"),
+    ("reached(@L, Id)", "reached(Id, @L)", "not supported yet", "c4", "with its location at column 1"),
+    ("ackSeen(@\"client:1\", R, Id)@async :- ack(@L, R, Id)", "ackSeen(@\"client:1\", L, Id)@async :- ack(@L, R, Id)",
+     "not supported yet", "c5", "rule c5 uses its location L as data"),
+    ("quorum(@\"leader:1\", 2).", "quorum(@\"leader:1\", 2).\n    leader_2_seq(@\"leader:1\", 0).", "decouple-directive",
+     None, "would add relation leader_2_seq, which the program has already"),
+    ('decouple::asymmetric("leader", "c1").\ndecouple::asymmetric("leader", "c2").\ndecouple::asymmetric("leader", "c3").\n'
+     'decouple::asymmetric("leader", "c4").\n', "", "asymmetric-none", None,
+     "half 1 of leader reads nothing half 2 derives: this is not asymmetric decoupling"),
+]
+
+
+@pytest.mark.parametrize("old,new,code,rule,words", ASYMMETRIC, ids=[f"{c}-{w[:24]}" for _, _, c, _, w in ASYMMETRIC])
+def test_an_asymmetric_half_that_breaks_a_precondition_is_refused(spark, tmp_path, capsys, old, new, code, rule, words):
+    text = (CASES / "asymmetric.olg").read_text()
+    assert old in text
+    path = tmp_path / "refused.olg"
+    path.write_text(text.replace(old, new))
+    status, shown = _evita(capsys, "compile", path)
+    assert status != 0 and f"error[{code}]" in shown and words in shown and "Traceback" not in shown, shown
+    if rule:
+        assert f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
+    else:
+        assert '| decouple::asymmetric("leader", ' in shown, shown
+
+
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
     """Why `N == Q` is refused: the stage's rewrite of threshold.olg with the threshold
     made an equality, simulated, differs from the original in many seeds (about half of
@@ -356,6 +394,15 @@ def test_explain_shows_the_split_its_checks_and_the_messages(spark, tmp_path, ca
     assert "checked: what they read of half 1 is persisted there" in text
     assert "leader_2 at leader:1/2" in text and "forwards acks as acks_2" in text
     assert dot.read_text().startswith("digraph")
+
+
+def test_explain_shows_an_asymmetric_half_its_batches_and_its_held_outputs(spark, capsys):
+    code, text = _evita(capsys, "explain", CASES / "asymmetric.olg", "--stage", "decouple")
+    assert code == 0, text
+    assert "leader: split by decouple::asymmetric (half 2)" in text
+    assert "checked: a state machine (TR A.4.1)" in text and "checked: independent of half 1" in text
+    assert "sends reached in batches, read sealed as reached_sealed" in text and "acks each sealed batch" in text
+    assert "holds ackSeen until half 1 has acked the batch of its step" in text
 
 
 COMPOSED = [
