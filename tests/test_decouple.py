@@ -150,6 +150,104 @@ def test_a_functional_and_a_monotonic_half_of_one_component_each_keep_their_orac
     assert _outcome(original, "certified") and _outcome(decoupled, "certified") == _outcome(original, "certified")
 
 
+def _decisions(run) -> dict:
+    """(seed, Id) -> the steps decide(Id) reached the client at."""
+    out = defaultdict(list)
+    for r in run.trace[(run.trace["kind"] == "external") & (run.trace["relation"] == "decide")].itertuples(index=False):
+        out[(int(r.seed), r.tuple[1])].append(int(r.step))
+    return out
+
+
+def _quorum_steps(run, q: int = 2) -> dict:
+    """(seed, Id) -> the step the q-th ack of Id reached the collector (leader:1 or leader:1/2)."""
+    steps = defaultdict(list)
+    for r in run.trace[(run.trace["kind"] == "deliver") & (run.trace["relation"] == "ack")].itertuples(index=False):
+        steps[(int(r.seed), r.tuple[2])].append(int(r.step))
+    return {k: sorted(v)[q - 1] for k, v in steps.items() if len(v) >= q}
+
+
+def test_an_asymmetric_half_quiesces_with_the_same_outputs_and_one_decision_per_request_after_its_quorum(spark):
+    """asymmetric.olg: the ack collector c1-c5 (monotonic, a quorum threshold) moves to
+    leader:1/2; the leader's d1-d3 (decide once: notin) read what it derives, reached, in
+    sealed batches, and its ackSeen to the client waits for the leader's ack of their
+    batch (TR App. A.5). Every seed quiesces in both; at quiescence the outputs are the
+    same; each request is decided exactly once, never before two replicas' acks arrived."""
+    original, decoupled = _both(spark, CASES / "asymmetric.olg", 60)
+    assert "leader_2" in decoupled.timed.components and not original.late and not decoupled.late
+    want = _outcome(original)
+    assert {seed for seed, *_ in want} == set(SEEDS) and _outcome(decoupled) == want
+    for run in (original, decoupled):
+        decided, quorum = _decisions(run), _quorum_steps(run)
+        assert set(decided) == {(seed, i) for seed in SEEDS for i in (1, 2)}, "a request never decided"
+        twice = {k: v for k, v in decided.items() if len(v) != 1}
+        assert not twice, f"decided more than once: {sorted(twice.items())[:5]}"
+        early = {k: (v[0], quorum.get(k)) for k, v in decided.items() if k not in quorum or v[0] <= quorum[k]}
+        assert not early, f"decided before its quorum (decision step, quorum step): {sorted(early.items())[:5]}"
+    # Batch Acknowledgement: an ackSeen of an ack the collector took at step t reaches the
+    # client after the leader's ack of the last batch the collector numbered by t came back
+    tr = decoupled.trace
+    numbered, acked, seen = defaultdict(dict), {}, {}
+    for r in tr[(tr["kind"] == "send") & (tr["relation"] == "leader_2_inputs")].itertuples(index=False):
+        numbered[int(r.seed)][r.tuple[1]] = int(r.step)
+    for r in tr[(tr["kind"] == "deliver") & (tr["relation"] == "leader_2_ack")].itertuples(index=False):
+        acked[(int(r.seed), r.tuple[1])] = int(r.step)
+    for r in tr[(tr["kind"] == "external") & (tr["relation"] == "ackSeen")].itertuples(index=False):
+        seen[(int(r.seed), r.tuple[1], r.tuple[2])] = int(r.step)
+    waited = 0
+    for r in tr[(tr["kind"] == "deliver") & (tr["relation"] == "ack")].itertuples(index=False):
+        seed, step = int(r.seed), int(r.step)
+        batch = max((b for b, at in numbered[seed].items() if at <= step), default=0)
+        if batch:
+            waited += 1
+            assert seen[(seed, r.tuple[1], r.tuple[2])] > acked[(seed, batch)], f"ackSeen before its batch's ack: {r}"
+    assert waited, "no output waited for a batch: the check shows nothing"
+    # the batches cost time: some decision comes later than in the original
+    first_want, first_have = _decisions(original), _decisions(decoupled)
+    assert any(first_have[k][0] > first_want[k][0] for k in first_want), "sealing costs no time: the check shows nothing"
+
+
+def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark):
+    """The paper's p2b proxy leaders (TR §5.2), by decouple::asymmetric on paxos_p2b.olg:
+    examples/protocols/paxos.olg with b5, e4 and q7 restated to read what the p2b
+    collector derives (its header says why the restatement changes nothing: checked here,
+    whole, against paxos.olg at the same steps). The collector moves to p1/2 and p2/2; every
+    seed quiesces, every replica's log is the original's, no slot holds two values. 10
+    seeds: Paxos simulates ten times slower than the other protocols."""
+    seeds = range(10)
+    paxos, restated = (Simulation(compile_timed(str(p), spark, skip=("decouple",)), seeds, DELAY).run(80)
+                       for p in (PROTOCOLS / "paxos.olg", CASES / "paxos_p2b.olg"))
+    assert shown_outputs(restated) == shown_outputs(paxos), "the restatement changes what Paxos does"
+    decoupled = Simulation(compile_timed(str(CASES / "paxos_p2b.olg"), spark), seeds, DELAY).run(80)
+    assert {"proposer_2"} <= set(decoupled.timed.components)
+    assert list(decoupled.timed.components["proposer_2"]) == ["p1/2", "p2/2"]
+    assert not restated.late and not decoupled.late, (restated.late, decoupled.late)
+
+    def logs(run):
+        return {(int(r.seed), r.node, r.c1, r.c2) for r in run.final("rlog").itertuples(index=False)}
+
+    want, have = logs(restated), logs(decoupled)
+    assert want and have == want, (sorted(want - have)[:5], sorted(have - want)[:5])
+    values = defaultdict(set)
+    for seed, node, slot, value in have:
+        values[(seed, slot)].add(value)
+    assert all(len(v) == 1 for v in values.values()), "two values chosen for one slot"
+    # the batches cost time: some log entry appears later than in the original
+    first_want, first_have = _first(shown_outputs(restated)), _first(shown_outputs(decoupled))
+    assert any(first_have.get(k, 0) > step for k, step in first_want.items()), "sealing costs no time"
+    # two proposers competing (tests/test_paxos.py's duel): higher ballots reach the
+    # proposers through the sealed p2bBallot; the logs may differ from the original's
+    # (another interleaving), but stay safe and complete, and every seed quiesces
+    from test_paxos import COMMANDS, check_safety
+
+    duel = {"startNow": [(0, ("p1",)), (0, ("p2",)), (6, ("p1",)), (12, ("p2",))]}
+    competing = Simulation(decoupled.timed, seeds, DELAY, inputs=duel).run(80)
+    assert not competing.late, competing.late
+    logs = check_safety(competing)
+    assert all(COMMANDS <= set(logs[seed][r].values()) for seed in seeds for r in ("r1", "r2", "r3"))
+    higher = competing.trace[(competing.trace["relation"] == "p2bBallot_2") & (competing.trace["kind"] == "deliver")]
+    assert higher["tuple"].map(lambda t: t[2] % 10).nunique() == 2, "no p2b of the other proposer's ballot was sealed"
+
+
 # ---------------------------------------------------------------- what the split is
 
 def test_voting_is_split_as_the_paper_splits_it_by_hand(spark):
@@ -245,6 +343,50 @@ def test_a_threshold_that_can_turn_false_or_an_invalid_combination_is_refused(sp
     assert f"error[{code}]" in shown and f"| {' ' * 4}{rule} " in shown and words in shown, shown
 
 
+ASYMMETRIC = [  # (text, replaced by, code, rule or None (at the directive), words) on asymmetric.olg
+    ("ack(@L, R, Id).\n    d1", "ack(@L, R, Id), voted(@L, Id).\n    d1", "asymmetric-independence", "c5",
+     "rule c5 reads voted, which half 1 of leader derives"),
+    ("c2 acks(@L, R, Id)@next", 'c2 acks(@L, "r0", Id)@next', "asymmetric-state-machine", "c2",
+     "rule c2 changes acks at the next step other than by an explicit persist"),
+    ("ackSeen(@\"client:1\", R, Id)@async :- ack(@L, R, Id)", "ackSeen(@\"client:1\", R, Id)@async :- acks(@L, R, Id)",
+     "asymmetric-state-machine", "c5", "rule c5 sends ackSeen without reading a message"),
+    ("c4 reached(@L, Id) :- ack(@L, _, Id), ", "c4 reached(@L, Id) :- ", "asymmetric-state-machine", "c4",
+     "rule c4 derives reached, which half 1 reads, without reading a message"),
+    ("N >= Q.", 'N >= Q, notin acks(@L, "r9", Id).', "monotonic", "c4", "rule c4 has a negation"),
+    ("N >= Q", "N == Q", "monotonic", "c3", "rule c4 compares its value N with =="),
+    ("d2 decided(@L, Id)@next :- reached(@L, Id).", "d2 decided(@L, Id)@next :- reached(@L, Id), ack(@L, _, Id).",
+     "shared-input", "c1", "rule c1 reads the message ack, which half 1 of leader reads too"),
+    ("reached(@L, Id)", "reached(Id, @L)", "not supported yet", "c4", "with its location at column 1"),
+    ("ackSeen(@\"client:1\", R, Id)@async :- ack(@L, R, Id)", "ackSeen(@\"client:1\", L, Id)@async :- ack(@L, R, Id)",
+     "not supported yet", "c5", "rule c5 uses its location L as data"),
+    ("quorum(@\"leader:1\", 2).", "quorum(@\"leader:1\", 2).\n    leader_2_seq(@\"leader:1\", 0).", "decouple-directive",
+     None, "would add relation leader_2_seq, which the program has already"),
+    ('decouple::asymmetric("leader", "c1").\ndecouple::asymmetric("leader", "c2").\ndecouple::asymmetric("leader", "c3").\n'
+     'decouple::asymmetric("leader", "c4").\n', "", "asymmetric-none", None,
+     "half 1 of leader reads nothing half 2 derives: this is not asymmetric decoupling"),
+    (('decouple::asymmetric("leader", "c5").\n', "    d1 "),
+     ('decouple::asymmetric("leader", "c5").\ndecouple::asymmetric("leader", "c6").\ndecouple::asymmetric("leader", "c7").\n',
+      "    c6 echo(@L, Id)@async :- ack(@L, _, Id).\n    c7 echoed(@L, Id) :- echo(@L, Id).\n    d1 "),
+     "not supported yet", "c6", "rule c6 sends echo to a half that moves"),
+]
+
+
+@pytest.mark.parametrize("old,new,code,rule,words", ASYMMETRIC, ids=[f"{c}-{w[:24]}" for _, _, c, _, w in ASYMMETRIC])
+def test_an_asymmetric_half_that_breaks_a_precondition_is_refused(spark, tmp_path, capsys, old, new, code, rule, words):
+    text = (CASES / "asymmetric.olg").read_text()
+    for o, n in zip(*((old, new) if isinstance(old, tuple) else ((old,), (new,)))):  # one edit, or several
+        assert o in text
+        text = text.replace(o, n)
+    path = tmp_path / "refused.olg"
+    path.write_text(text)
+    status, shown = _evita(capsys, "compile", path)
+    assert status != 0 and f"error[{code}]" in shown and words in shown and "Traceback" not in shown, shown
+    if rule:
+        assert f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
+    else:
+        assert '| decouple::asymmetric("leader", ' in shown, shown
+
+
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
     """Why `N == Q` is refused: the stage's rewrite of threshold.olg with the threshold
     made an equality, simulated, differs from the original in many seeds (about half of
@@ -314,6 +456,15 @@ def test_explain_shows_the_split_its_checks_and_the_messages(spark, tmp_path, ca
     assert "checked: what they read of half 1 is persisted there" in text
     assert "leader_2 at leader:1/2" in text and "forwards acks as acks_2" in text
     assert dot.read_text().startswith("digraph")
+
+
+def test_explain_shows_an_asymmetric_half_its_batches_and_its_held_outputs(spark, capsys):
+    code, text = _evita(capsys, "explain", CASES / "asymmetric.olg", "--stage", "decouple")
+    assert code == 0, text
+    assert "leader: split by decouple::asymmetric (half 2)" in text
+    assert "checked: a state machine (TR A.4.1)" in text and "checked: independent of half 1" in text
+    assert "sends reached in batches, read sealed as reached_sealed" in text and "acks each sealed batch" in text
+    assert "holds ackSeen until half 1 has acked the batch of its step" in text
 
 
 COMPOSED = [
