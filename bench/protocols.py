@@ -75,9 +75,11 @@ DEPLOYMENTS = {
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),
-        ("scaled/paxos.olg without partition: p2a broadcast to p1/2, commit broadcast to p1/3",
+        ("decouple::asymmetric: the p2b collector (q4-q6b) to p1/2", ("partition",),
+         "\n".join(line for line in scaled("paxos").splitlines() if "asymmetric" in line)),
+        ("scaled/paxos.olg without partition: + p2a broadcast to p1/3, commit broadcast to p1/4",
          ("partition",), scaled("paxos")),
-        ("scaled/paxos.olg: the same, each half x3 on the slot", (), scaled("paxos")),
+        ("scaled/paxos.olg: the same, p2a and commit halves x3 on the slot", (), scaled("paxos")),
     ],
 }
 
