@@ -128,6 +128,8 @@ REFUSED = [  # (replace this, by that, code, words): the stage's refusals, at th
      "which another rule derives too"),
     ("    q3 snap(", "    q5 answer_seq(@R, 1) :- ping(@R, _).\n    q3 snap(", "sealed-message",
      "would add relation answer_seq"),
+    ("query snap(", 'seal::partitions("q9", 2).\nquery snap(', "sealed-message",
+     'seal::partitions("q9", N) names no rule sealing a message'),
 ]
 
 
@@ -143,20 +145,26 @@ def test_a_seal_the_stage_refuses_fails_at_the_rule(spark, tmp_path, old, new, c
         stage_alone(spark, "seal", parse_program(text.replace(old, new), str(tmp_path / "refused.olg")))
     shown = str(e.value)
     assert f"error[{code}]" in shown and words in shown, shown
-    assert "q4 answer(" in shown, shown  # the source line shown is the sealed rule's
+    at = "seal::partitions(" if "partitions" in words else "q4 answer("
+    assert f"| {' ' * 4 * (at[0] == 'q')}{at}" in shown, shown  # the source line shown is the statement's
 
 
-def test_the_stage_derives_the_same_in_process_as_in_one_statement(spark):
+@pytest.mark.parametrize("path", [BATCH, FIXTURES / "partition" / "sealed.olg"], ids=["step", "commit"])
+def test_the_stage_derives_the_same_in_process_as_in_one_statement(spark, path):
     """Compiling a small program runs the stage in process (columnar backend), a large
-    catalog as one Spark statement: both must desugar alike."""
+    catalog as one Spark statement: both must desugar alike, a batch tagged by the sender's
+    step (batch.olg) or, after partial partitioning, by the commit (sealed.olg)."""
     from evita.bootstrap import stage as st
     from evita.bootstrap.parser import parse_file
     from evita.catalog.encode import encode
 
     from conftest import stages
 
-    program = parse_file(BATCH)
+    program = parse_file(path)
     rows = encode(program)
+    if "partition::partial" in path.read_text():
+        rows = st.apply(rows, st.run_stage(spark, stages()["partition"], rows, program.name, evaluator="in-process"))
+        assert any(f["relation"] == "seal::partitions" for f in rows.dicts("fact"))
     outs = [st.run_stage(spark, stages()["seal"], rows, program.name, evaluator=e)
             for e in ("in-process", "one-row")]
     got = [(o.inserts, o.deletes, o.updates, o.copies, o.term_copies) for o in outs]
