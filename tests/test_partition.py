@@ -516,3 +516,52 @@ def test_a_partitioned_seal_the_stages_refuse_fails_at_the_rule(spark, tmp_path,
     shown = str(e.value)
     assert f"error[{code}]" in shown and words in shown and f"stage {stage}" in shown, shown
     assert "q6 answer(" in shown, shown  # the source line shown is the sealed rule's
+
+
+SEALS_THE_KEY = '''component client @ "c" {
+    t(@"c", 1, "a"). t(@"c", 2, "b"). t(@"c", 3, "c").
+    k0 put(@"s", Id, V)@async :- t(@L, Id, V).
+    k1 trig(@"s", Id)@async :- t(@L, Id, _).
+}
+component s @ "s" {
+    s0 store(@R, Id, V) :- put(@R, Id, V).
+    s2 store(@R, Id, V)@next :- store(@R, Id, V).
+    s1 out(@"l", seal<Id, V>)@async :- trig(@R, Id), store(@R, Id, V).
+}
+component l @ "l" {
+    l1 got(@"client", Id, V)@async :- out(@L, Id, V).
+}
+partition::count("s", 2).
+partition::key("s", "store", 1).
+'''
+
+
+def test_a_seal_over_the_key_of_a_co_hashed_component_is_refused(spark, tmp_path):
+    """partition::count would have each partition send its part of a batch as a whole one:
+    only partial partitioning's sealing from C1's input gathers the parts (B.4.2)."""
+    path = tmp_path / "seals_the_key.olg"
+    path.write_text(SEALS_THE_KEY)
+    with pytest.raises(Exception) as e:
+        _tick(spark, path)
+    shown = str(e.value)
+    assert "error[partition-key]" in shown and "it seals the key: seal<Id>" in shown and "rule s1" in shown, shown
+
+
+def test_partitioning_paxos_acceptors_is_refused_naming_what_stands_in_the_way(spark, tmp_path):
+    """The acceptors of examples/protocols/paxos.olg, partially partitioned by slot with their
+    log (p1bLog) sealed: refused, and the diagnostics name each obstacle (docs/dedalus.md,
+    "Partitioning a seal")."""
+    text = (EXAMPLES / "protocols" / "paxos.olg").read_text()
+    old = "a11 p1bLog(@P, A, B, S, AB, V)@async"
+    assert old in text
+    path = tmp_path / "paxos_acceptors.olg"
+    path.write_text('partition::partial("acceptor", 3).\npartition::replicate("acceptor", "ballots").\n'
+                    'partition::replicate("acceptor", "maxBallot").\n'
+                    + text.replace(old, "a11 p1bLog(@P, A, B, seal<S, AB, V>)@async"))
+    with pytest.raises(Exception) as e:
+        _tick(spark, path)
+    shown = str(e.value)
+    for words in ("C1 of acceptor reads 2 messages", "rule p1 sends the replicated input p1a to var A",
+                  "rule a4 of C1 changes ballots at the next step", "rule a5 of C2 (partitioned) reads p2a",
+                  "rule a11 of C2 (partitioned) reads p1a"):
+        assert words in shown, (words, shown)
