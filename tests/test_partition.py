@@ -494,6 +494,27 @@ def test_each_sealed_answer_is_the_whole_store_at_its_ballot(sealed_runs):
     assert any(len(nodes) == 2 for nodes in by_batch.values()), by_batch
 
 
+def test_a_partitioned_seal_at_two_addresses_keeps_their_batches_apart(spark, tmp_path):
+    """The replica at r1 and r2, each at 2 partitions with a coordinator of its own: two
+    commit sequences, so a batch is named by the coordinator and its order (O__s), or the
+    leader would merge r1's and r2's batches for one order and wait for 2 partitions where 4
+    reported. Every answer is whole: what the replicas stored at that ballot (50 seeds: the
+    200 above hold the rest)."""
+    text = SEALED.read_text().replace('component replica @ "r1" {\n    leader(@"r1", "leader:1").',
+                                      'component replica @ ["r1", "r2"] {\n    leader(@"r1", "leader:1").\n'
+                                      '    leader(@"r2", "leader:1").')
+    for rule in ("l2 request", "l6 ballotIn", "l12 request", "l15 ballotIn"):  # to both addresses
+        line = next(x for x in text.splitlines() if x.strip().startswith(rule))
+        text = text.replace(line, line + "\n" + line.replace(rule, rule.replace(" ", "b ")).replace('@"r1"', '@"r2"'))
+    path = tmp_path / "sealed_two.olg"
+    path.write_text(text)
+    run = Simulation(_tick(spark, path), range(50), DELAY).run(100)
+    assert not run.late
+    assert {n for n in run.trace["node"].unique() if n.startswith("r")} >= {"r1#0", "r1#1", "r2#0", "r2#1"}
+    answered, snap = _answers(run)
+    assert len(answered) == 3 * 50 and all(rows == snap[key][1] for key, (_, rows) in answered.items())
+
+
 SEALED_TEXT = SEALED.read_text()
 SEALED_REFUSED = [  # (replace this, by that, stage, code, words)
     ("q6 answer(@Ld, B, seal<Id, V>)@async", "q6 answer(@Ld, B, Id, V)@async", "partition", "partial-seal",
