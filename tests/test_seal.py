@@ -23,7 +23,7 @@ STEPS = 40  # every seed quiesces well before (asserted)
 _RUNS: dict = {}
 
 
-def _tick(spark, path):
+def _tick(spark, path, skip=()):
     """The program through the lattice (not stored), lowered to its tick program."""
     from evita.bootstrap.cli import parse_and_check
     from evita.bootstrap.scheduler import compile_program
@@ -32,8 +32,8 @@ def _tick(spark, path):
     from evita.runtime.dedalus import lower
 
     program = parse_and_check(str(path))
-    comp = compile_program(spark, encode(program), program.name, stage_paths=[], skip=[], only=None, choose={},
-                           max_iterations=1000)
+    comp = compile_program(spark, encode(program), program.name, stage_paths=[], skip=list(skip), only=None,
+                           choose={}, max_iterations=1000)
     return lower(decode(comp.final, program.name))
 
 
@@ -88,6 +88,16 @@ def test_the_sugar_runs_as_the_hand_written_seal(spark):
     assert not by_hand.late
     assert shown_outputs(sugar) == shown_outputs(by_hand)
     assert sugar.quiesced == by_hand.quiesced
+
+
+def test_a_seal_the_seal_stage_left_out_cannot_run(spark):
+    from evita.bootstrap.diagnostics import EvitaError
+
+    with pytest.raises(EvitaError) as e:
+        _tick(spark, BATCH, skip=("seal",))
+    shown = e.value.render()
+    assert "batch.olg:20:5: error[sealed-message]: rule q4 still seals answer" in shown, shown
+    assert "keep the seal stage" in shown, shown
 
 
 BAD = [  # (replace this, by that, code, line, column, words)
