@@ -278,7 +278,25 @@ def check_aggregates(program: Program) -> Iterator[Diagnostic]:
             elif agg.arg is not None and agg.func == "autoinc":  # it numbers groups: no value goes in
                 yield Diagnostic("misused-aggregate", "autoinc<...> numbers the groups and aggregates no value",
                                  agg.span, agg.func, "write autoinc<*>")
-    for r in program.rules:
+    for r in program.rules:  # seal<X, ...>: a batch of messages (docs/dedalus.md, "Sealed messages")
+        aggs = [a for a in r.head.args if isinstance(a, Aggregate)]
+        seals = [a for a in aggs if a.func == "seal"]
+        if not seals:
+            pass
+        elif r.time != "async":
+            yield Diagnostic("misused-seal", f"seal<...> in the head of {r.name or r.head.relation}, which is not "
+                             "@async: a seal groups the facts of one message batch", seals[0].span, "seal",
+                             "send the batch: add @async to the head, or drop seal<...> for a local relation")
+        elif len(aggs) > len(seals):
+            other = next(a for a in aggs if a.func != "seal")
+            yield Diagnostic("misused-seal", f"{other.func}<...> beside seal<...> in the head of "
+                             f"{r.name or r.head.relation}: a sealed batch carries its facts, not an aggregate of "
+                             "them", other.span, other.func,
+                             "aggregate in a helper rule and send its result as a column of the batch")
+        elif any(a.arg is None or not isinstance(a.arg, Var) for a in seals):
+            bad = next(a for a in seals if a.arg is None or not isinstance(a.arg, Var))
+            yield Diagnostic("misused-seal", "seal<...> lists variables, the sealed columns", bad.span, "seal",
+                             "bind each sealed value to a variable in the body: seal<X, Y>")
         if r.delete and any(isinstance(a, Aggregate) for a in r.head.args):
             yield Diagnostic("misused-aggregate", f"delete rule {r.name} cannot aggregate", r.head.span,
                              r.head.relation, "compute the aggregate in a helper rule, then delete with it")

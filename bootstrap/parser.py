@@ -570,7 +570,8 @@ class _Time:
 _CONSTANT_NAMES = {"true": (True, BOOL), "false": (False, BOOL), "null": (None, NULL),
                    "infinity": ("infinity", INFINITY)}
 _AGG_NAMES = {"min": "min", "max": "max", "sum": "sum", "avg": "avg", "mean": "avg",
-              "count": "count", "set": "set", "list": "list", "autoinc": "autoinc"}
+              "count": "count", "set": "set", "list": "list", "autoinc": "autoinc",
+              "seal": "seal"}
 _DEFINE_TYPES = {"string": "symbol", "integer": "number", "long": "number", "int": "number",
                  "float": "float", "double": "float"}
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
@@ -703,7 +704,14 @@ class _Builder(Transformer):
         if func.startswith("a_"):
             func = func[2:]
         arg = None if isinstance(ch[1], Token) and ch[1].type == "STAR" else self._term(ch[1])
-        return Aggregate(_AGG_NAMES[func], arg, self._span(meta))
+        values = [c for c in ch[1:] if not (isinstance(c, Token) and c.type == "GT")]
+        span = self._span(meta)
+        if len(values) > 1:  # seal<X, Y>: the sealed columns, spread over the head by head_atom
+            if func != "seal":
+                self._error("syntax", f"{opener}<...> aggregates one value, not {len(values)}", span, opener,
+                            f"write {opener}<C>; only seal<X, Y, ...> names several columns")
+            return Aggregate(_AGG_NAMES[func], ListExpr(tuple(self._term(v) for v in values), span), span)
+        return Aggregate(_AGG_NAMES[func], arg, span)
 
     # -- atoms and literals
     def field(self, meta, ch):
@@ -713,7 +721,24 @@ class _Builder(Transformer):
         return NamedAtom(ch[0], tuple(ch[1:]), span=self._span(meta))
 
     def head_atom(self, meta, ch):
-        return self.call(meta, ch)
+        """A head; its seal<X, Y> becomes one seal<> argument per sealed column (the
+        relation's columns; the printer writes a run of them back as one seal<X, Y>)."""
+        call = self.call(meta, ch)
+        seals = [a for a in call.args if isinstance(a, Aggregate) and a.func == "seal"]
+        if not seals:
+            return call
+        if len(seals) > 1:
+            self._error("misused-seal", f"{call.name} has {len(seals)} seal<...> arguments: a head seals one batch",
+                        seals[1].span, "seal", "list every sealed column in one seal<X, Y, ...>")
+        args, shift = [], {}
+        for i, a in enumerate(call.args):
+            shift[i] = len(args)
+            if isinstance(a, Aggregate) and a.func == "seal" and isinstance(a.arg, ListExpr):
+                args.extend(Aggregate("seal", v, a.span) for v in a.arg.items)
+            else:
+                args.append(a)
+        at = tuple((shift[i], sp) for i, sp in call.at)
+        return replace(call, args=tuple(args), at=at)
 
     def lit_expr(self, meta, ch):
         return self._literal(ch[0], self._span(meta))

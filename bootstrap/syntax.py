@@ -110,7 +110,7 @@ Term = Union[Var, Wildcard, Const, Call, BinOp, UnOp, Cond, ListExpr, Aggregate]
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 ARITHMETIC = ("+", "-", "*", "/", "%")
 BOOLEAN = ("&&", "||")
-AGGREGATES = ("count", "sum", "min", "max", "avg", "set", "list", "autoinc")
+AGGREGATES = ("count", "sum", "min", "max", "avg", "set", "list", "autoinc", "seal")
 # autoinc<*> numbers the groups (docs/language.md, "Aggregates"): it may sit inside
 # recursion, where a group keeps the number it was first given
 NUMBERING = ("autoinc",)

@@ -148,6 +148,10 @@ def format_atom(a: Atom, declared: dict | None = None) -> str:
         fields = [f"{n}: {format_expr(t)}" for n, t in zip(names, a.args) if not isinstance(t, Wildcard)]
         return f"{prefix}{a.relation}{{{', '.join(fields)}}}"
     args = [("@" if i == a.location else "") + format_expr(t) for i, t in enumerate(a.args)]
+    sealed = [i for i, t in enumerate(a.args) if isinstance(t, Aggregate) and t.func == "seal"]
+    if len(sealed) > 1 and sealed == list(range(sealed[0], sealed[-1] + 1)):  # seal<X, Y>: one column each
+        inner = ", ".join(format_expr(a.args[i].arg) if a.args[i].arg is not None else "*" for i in sealed)
+        args[sealed[0]:sealed[-1] + 1] = [f"seal<{inner}>"]
     return f"{prefix}{a.relation}({', '.join(args)})"
 
 

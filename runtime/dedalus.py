@@ -187,6 +187,11 @@ def lower(program: S.Program) -> Timed:
                 "two-locations", f"rule {r.name} reads relations at two locations, which no node holds together",
                 r.span, "", "keep the localize stage (it splits such a rule into messages), or read one location"))
             continue
+        if any(isinstance(a, S.Aggregate) and a.func == "seal" for a in r.head.args):
+            problems.append(Diagnostic(
+                "sealed-message", f"rule {r.name} still seals {r.head.relation}: seal<...> is no aggregate at run "
+                "time", r.span, "", "keep the seal stage (stages/seal.dl desugars it into messages and counts)"))
+            continue
         body = [_hidden(lit) if isinstance(lit, S.Atom) else lit for lit in r.body]
         head = _hidden(r.head)
         ticked = _uses_tick(r.head) or any(_uses_tick(lit) for lit in r.body)

@@ -11,6 +11,7 @@ Semantics it pins down (the runtime must agree):
 - head aggregates range over body valuations: each distinct combination of matching
   tuples counts once; count<*> counts them, set<X> is the sorted distinct list,
   list<X> the sorted list; all rules of an aggregated relation feed one grouping;
+  seal<X> is no aggregate here: X's value (a sealed batch lands whole, and all at once);
 - min/max inside recursion follow PreM: the constraint is applied after every step;
 - `delete` rules remove their tuples after the fixpoint (deferred deletion);
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
@@ -62,7 +63,9 @@ def _head(r: S.Rule) -> str:
 
 
 def _aggs(r: S.Rule) -> list:
-    return [(i, a) for i, a in enumerate(r.head.args) if isinstance(a, S.Aggregate)]
+    # seal<X> aggregates nothing: a sealed column holds its value (the batch arrives whole,
+    # and the oracle has no time: every message lands at once)
+    return [(i, a) for i, a in enumerate(r.head.args) if isinstance(a, S.Aggregate) and a.func != "seal"]
 
 
 def _stratify(rules: list) -> dict:
