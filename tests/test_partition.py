@@ -340,11 +340,17 @@ PARTIAL = FIXTURES / "partition" / "partial.olg"  # the golden pair's replica: C
 PARTIAL_STEPS = 60  # every seed quiesces well before (asserted)
 
 
+def _partial_pair(spark, path, steps):
+    """The program as written and partially partitioned (its replica gains a coordinator),
+    simulated over the same seeds and delays."""
+    original, partitioned = _timed(spark, path)
+    assert set(partitioned.components) == set(original.components) | {"replica_coord"}
+    return [Simulation(t, SEEDS, DELAY).run(steps) for t in (original, partitioned)]
+
+
 @pytest.fixture(scope="module")
 def partial_runs(spark):
-    original, partitioned = _timed(spark, PARTIAL)
-    assert set(partitioned.components) == set(original.components) | {"replica_coord"}
-    return [Simulation(t, SEEDS, DELAY).run(PARTIAL_STEPS) for t in (original, partitioned)]
+    return _partial_pair(spark, PARTIAL, PARTIAL_STEPS)
 
 
 def _at_quiescence(run):
@@ -447,9 +453,7 @@ SEALED_STEPS = 80  # every seed quiesces well before (asserted)
 
 @pytest.fixture(scope="module")
 def sealed_runs(spark):
-    original, partitioned = _timed(spark, SEALED)
-    assert set(partitioned.components) == set(original.components) | {"replica_coord"}
-    return [Simulation(t, SEEDS, DELAY).run(SEALED_STEPS) for t in (original, partitioned)]
+    return _partial_pair(spark, SEALED, SEALED_STEPS)
 
 
 def _answers(run) -> tuple:
