@@ -209,6 +209,43 @@ def test_an_asymmetric_half_quiesces_with_the_same_outputs_and_one_decision_per_
     assert any(first_have[k][0] > first_want[k][0] for k in first_want), "sealing costs no time: the check shows nothing"
 
 
+def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_partition_batching_apart(spark, tmp_path):
+    """asymmetric.olg with its collector leader_2 partitioned 2 and 3 ways (on the request
+    id, the only valid key): each partition numbers its own batches and names itself in
+    them; the leader seals each partition's batches in order and acks the partition that
+    sent them. Every seed quiesces; at quiescence the outputs are the original's; each
+    request is decided exactly once, after its quorum; the ack of a batch goes back to the
+    partition that sent it, and more than one partition sends batches."""
+    original = Simulation(compile_timed(str(CASES / "asymmetric.olg"), spark, skip=("decouple", "partition")),
+                          SEEDS, DELAY).run(60)
+    want = _outcome(original)
+    assert not original.late and {seed for seed, *_ in want} == set(SEEDS)
+    text = (CASES / "asymmetric.olg").read_text()
+    for n in (2, 3):
+        path = tmp_path / f"n{n}" / "asymmetric.olg"
+        path.parent.mkdir()
+        path.write_text(text.replace("component leader @", f'partition::count("leader_2", {n}).\ncomponent leader @', 1))
+        run = Simulation(compile_timed(str(path), spark), SEEDS, DELAY).run(60)
+        assert {c: len(a) for c, a in run.timed.components.items()}["leader_2"] == n
+        assert not run.late, f"{n} partitions: seeds that never quiesce: {run.late[:5]}"
+        assert _outcome(run) == want, f"{n} partitions: other outputs than the original's"
+        decided, quorum = _decisions(run), _quorum_steps(run)
+        assert set(decided) == {(seed, i) for seed in SEEDS for i in (1, 2)}, "a request never decided"
+        assert not {k for k, v in decided.items() if len(v) != 1}, "decided more than once"
+        assert not {k for k, v in decided.items() if k not in quorum or v[0] <= quorum[k]}, "decided before its quorum"
+        tr = run.trace
+        sent = tr[(tr["kind"] == "send") & (tr["relation"] == "leader_2_inputs")]
+        senders = {(int(r.seed), r.tuple[1]): r.tuple[3] for r in sent.itertuples(index=False)}
+        assert all(node == peer for node, peer in zip(sent["node"], sent["tuple"].map(lambda t: t[3]))), \
+            "a batch names another partition than the one that sent it"
+        assert len(set(senders.values())) > 1, "one partition sent every batch: the check shows nothing"
+        acks = tr[(tr["kind"] == "deliver") & (tr["relation"] == "leader_2_ack")]
+        assert len(acks) == len(sent), "not one ack per batch"
+        assert set(zip(acks["seed"].astype(int), acks["node"], acks["tuple"].map(lambda t: t[1]))) == \
+            {(seed, node, b) for (seed, node, b) in ((int(r.seed), r.node, r.tuple[1]) for r in sent.itertuples(index=False))}, \
+            "an ack went to another partition than the one that sent the batch"
+
+
 # examples/protocols/paxos.olg as first written: the proposer read the p2b message and the
 # collector's count itself (b5, e4, q7), which tied the collector to it
 PAXOS_AS_FIRST_WRITTEN = [
