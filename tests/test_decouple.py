@@ -84,9 +84,9 @@ SCALED = PROTOCOLS / "scaled"  # the paper's deployments, written as directive f
     # 1 + 5 vote requesters + 5 committers + 5 enders + 3 x 5 voters + 3 x 5 ackers = 46
     ("twopc", range(200), 60, {"coordinator": 1, "coordinator_2": 5, "coordinator_3": 5, "coordinator_4": 5,
                                "participant": 15, "participant_2": 15}),
-    # 2 proposers + 2 p2b proxies + 2 x 3 p2a proxies + 2 x 3 commit broadcasters, 3
-    # acceptors, 3 replicas = 22: 10 seeds, as Paxos simulates ten times slower than the others
-    ("paxos", range(10), 80, {"proposer": 2, "proposer_2": 2, "proposer_3": 6, "proposer_4": 6, "acceptor": 3,
+    # 2 proposers + 2 x 3 p2b proxies + 2 x 3 p2a proxies + 2 x 3 commit broadcasters, 3
+    # acceptors, 3 replicas = 26: 10 seeds, as Paxos simulates ten times slower than the others
+    ("paxos", range(10), 80, {"proposer": 2, "proposer_2": 6, "proposer_3": 6, "proposer_4": 6, "acceptor": 3,
                               "replica": 3}),
 ], ids=["voting", "twopc", "paxos"])
 def test_the_papers_deployments_show_the_same_outputs_none_earlier(spark, protocol, seeds, steps, sizes):
@@ -224,7 +224,7 @@ def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_part
     for n in (2, 3):
         path = tmp_path / f"n{n}" / "asymmetric.olg"
         path.parent.mkdir()
-        path.write_text(text.replace("component leader @", f'partition::count("leader_2", {n}).\ncomponent leader @', 1))
+        path.write_text(text.replace("component leader @", f'partition::count("leader_2", {n}).\ncomponent leader @'))
         run = Simulation(compile_timed(str(path), spark), SEEDS, DELAY).run(60)
         assert {c: len(a) for c, a in run.timed.components.items()}["leader_2"] == n
         assert not run.late, f"{n} partitions: seeds that never quiesce: {run.late[:5]}"
@@ -233,25 +233,24 @@ def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_part
         assert set(decided) == {(seed, i) for seed in SEEDS for i in (1, 2)}, "a request never decided"
         assert not {k for k, v in decided.items() if len(v) != 1}, "decided more than once"
         assert not {k for k, v in decided.items() if k not in quorum or v[0] <= quorum[k]}, "decided before its quorum"
+        # each batch header names its sender (the 4th column), the partition that sent it;
+        # each batch is acked once, to that partition
         tr = run.trace
         sent = tr[(tr["kind"] == "send") & (tr["relation"] == "leader_2_inputs")]
-        senders = {(int(r.seed), r.tuple[1]): r.tuple[3] for r in sent.itertuples(index=False)}
-        assert all(node == peer for node, peer in zip(sent["node"], sent["tuple"].map(lambda t: t[3]))), \
-            "a batch names another partition than the one that sent it"
-        assert len(set(senders.values())) > 1, "one partition sent every batch: the check shows nothing"
+        batches = [(int(r.seed), r.node, r.tuple[1]) for r in sent.itertuples(index=False)]
+        assert all(r.node == r.tuple[3] for r in sent.itertuples(index=False)), "a batch names another sender"
+        assert len({node for _, node, _ in batches}) > 1, "one partition sent every batch: the check shows nothing"
         acks = tr[(tr["kind"] == "deliver") & (tr["relation"] == "leader_2_ack")]
-        assert len(acks) == len(sent), "not one ack per batch"
-        assert set(zip(acks["seed"].astype(int), acks["node"], acks["tuple"].map(lambda t: t[1]))) == \
-            {(seed, node, b) for (seed, node, b) in ((int(r.seed), r.node, r.tuple[1]) for r in sent.itertuples(index=False))}, \
-            "an ack went to another partition than the one that sent the batch"
+        acked = [(int(r.seed), r.node, r.tuple[1]) for r in acks.itertuples(index=False)]
+        assert sorted(acked) == sorted(batches), "a batch acked at another partition than its sender, or not once"
 
 
 # examples/protocols/paxos.olg as first written: the proposer read the p2b message and the
 # collector's count itself (b5, e4, q7), which tied the collector to it
 PAXOS_AS_FIRST_WRITTEN = [
-    ("b5 seen(@P, M) :- p2bBallot(@P, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M)."),
-    ("p2bBallot(@P, M), curBallot(@P, My)", "p2b(@P, _, _, _, M), curBallot(@P, My)"),
-    ("q4b p2bBallot(@P, M) :- p2b(@P, _, _, _, M).", ""),
+    ("b5 seen(@P, M) :- p2bBallot(@P, _, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M)."),
+    ("p2bBallot(@P, _, M), curBallot(@P, My)", "p2b(@P, _, _, _, M), curBallot(@P, My)"),
+    ("q4b p2bBallot(@P, S, M) :- p2b(@P, _, _, S, M).", ""),
     ("q6b quorumAt(@P, B, S) :- p2b(@P, _, B, S, B), acks(@P, B, S, N), quorum(@P, Q), N >= Q.", ""),
     ("q7 chosen(@P, B, S, V) :- quorumAt(@P, B, S), proposed",
      "q7 chosen(@P, B, S, V) :- acks(@P, B, S, N), quorum(@P, Q), N >= Q, proposed"),
@@ -304,7 +303,8 @@ def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark
     logs = check_safety(competing)
     assert all(COMMANDS <= set(logs[seed][r].values()) for seed in seeds for r in ("r1", "r2", "r3"))
     higher = competing.trace[(competing.trace["relation"] == "p2bBallot_2") & (competing.trace["kind"] == "deliver")]
-    assert higher["tuple"].map(lambda t: t[2] % 10).nunique() == 2, "no p2b of the other proposer's ballot was sealed"
+    ballots = higher["tuple"].map(lambda t: t[3] % 10)  # p2bBallot_2(@D, B, S, M, sender): M's proposer
+    assert ballots.nunique() == 2, "no p2b of the other proposer's ballot was sealed"
 
 
 # ---------------------------------------------------------------- what the split is
