@@ -446,6 +446,26 @@ def test_an_asymmetric_half_that_breaks_a_precondition_is_refused(spark, tmp_pat
         assert '| decouple::asymmetric("leader", ' in shown, shown
 
 
+# (directives before asymmetric.olg, words): what partitioning an asymmetric half does not support
+PARTITIONED_REFUSED = [
+    ('partition::count("leader", 2).', "leader seals the batches of the asymmetric half leader_2 "
+     "(decouple::asymmetric), per sender, not per key; partition leader_2 instead"),
+    ('partition::partial("leader_2", 2).\npartition::replicate("leader_2", "acks").',
+     "partition::partial on leader_2, an asymmetric half (decouple::asymmetric)"),
+]
+
+
+@pytest.mark.parametrize("directives,words", PARTITIONED_REFUSED, ids=["the-sealer", "partial"])
+def test_partitioning_an_asymmetric_half_other_than_by_count_is_refused_at_the_directive(
+        spark, tmp_path, capsys, directives, words):
+    path = tmp_path / "refused.olg"
+    text = (CASES / "asymmetric.olg").read_text()
+    path.write_text(text.replace("component leader @", f"{directives}\ncomponent leader @"))
+    status, shown = _evita(capsys, "compile", path)
+    assert status != 0 and "error[not supported yet]" in shown and words in shown and "Traceback" not in shown, shown
+    assert f"| {directives.splitlines()[0]}" in shown, shown  # the source line shown is the directive's
+
+
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
     """Why `N == Q` is refused: the stage's rewrite of threshold.olg with the threshold
     made an equality, simulated, differs from the original in many seeds (about half of
