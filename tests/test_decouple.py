@@ -248,9 +248,9 @@ def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_part
 # examples/protocols/paxos.olg as first written: the proposer read the p2b message and the
 # collector's count itself (b5, e4, q7), which tied the collector to it
 PAXOS_AS_FIRST_WRITTEN = [
-    ("b5 seen(@P, M) :- p2bBallot(@P, _, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M)."),
-    ("p2bBallot(@P, _, M), curBallot(@P, My)", "p2b(@P, _, _, _, M), curBallot(@P, My)"),
-    ("q4b p2bBallot(@P, S, M) :- p2b(@P, _, _, S, M).", ""),
+    ("b5 seen(@P, M) :- p2bBallot(@P, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M)."),
+    ("p2bBallot(@P, M), curBallot(@P, My)", "p2b(@P, _, _, _, M), curBallot(@P, My)"),
+    ("q4b p2bBallot(@P, M) :- p2b(@P, _, _, _, M).", ""),
     ("q6b quorumAt(@P, B, S) :- p2b(@P, _, B, S, B), acks(@P, B, S, N), quorum(@P, Q), N >= Q.", ""),
     ("q7 chosen(@P, B, S, V) :- quorumAt(@P, B, S), proposed",
      "q7 chosen(@P, B, S, V) :- acks(@P, B, S, N), quorum(@P, Q), N >= Q, proposed"),
@@ -303,7 +303,7 @@ def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark
     logs = check_safety(competing)
     assert all(COMMANDS <= set(logs[seed][r].values()) for seed in seeds for r in ("r1", "r2", "r3"))
     higher = competing.trace[(competing.trace["relation"] == "p2bBallot_2") & (competing.trace["kind"] == "deliver")]
-    ballots = higher["tuple"].map(lambda t: t[3] % 10)  # p2bBallot_2(@D, B, S, M, sender): M's proposer
+    ballots = higher["tuple"].map(lambda t: t[2] % 10)  # p2bBallot_2(@D, B, M, sender): M's proposer
     assert ballots.nunique() == 2, "no p2b of the other proposer's ballot was sealed"
 
 
