@@ -79,7 +79,7 @@ DEPLOYMENTS = {
          "\n".join(line for line in scaled("paxos").splitlines() if "asymmetric" in line)),
         ("scaled/paxos.olg without partition: + p2a broadcast to p1/3, commit broadcast to p1/4",
          ("partition",), scaled("paxos")),
-        ("scaled/paxos.olg: the same, p2a and commit halves x3 on the slot", (), scaled("paxos")),
+        ("scaled/paxos.olg: the same, p2b collector, p2a and commit halves x3 on the slot", (), scaled("paxos")),
     ],
 }
 

@@ -84,9 +84,9 @@ SCALED = PROTOCOLS / "scaled"  # the paper's deployments, written as directive f
     # 1 + 5 vote requesters + 5 committers + 5 enders + 3 x 5 voters + 3 x 5 ackers = 46
     ("twopc", range(200), 60, {"coordinator": 1, "coordinator_2": 5, "coordinator_3": 5, "coordinator_4": 5,
                                "participant": 15, "participant_2": 15}),
-    # 2 proposers + 2 p2b proxies + 2 x 3 p2a proxies + 2 x 3 commit broadcasters, 3
-    # acceptors, 3 replicas = 22: 10 seeds, as Paxos simulates ten times slower than the others
-    ("paxos", range(10), 80, {"proposer": 2, "proposer_2": 2, "proposer_3": 6, "proposer_4": 6, "acceptor": 3,
+    # 2 proposers + 2 x 3 p2b proxies + 2 x 3 p2a proxies + 2 x 3 commit broadcasters, 3
+    # acceptors, 3 replicas = 26: 10 seeds, as Paxos simulates ten times slower than the others
+    ("paxos", range(10), 80, {"proposer": 2, "proposer_2": 6, "proposer_3": 6, "proposer_4": 6, "acceptor": 3,
                               "replica": 3}),
 ], ids=["voting", "twopc", "paxos"])
 def test_the_papers_deployments_show_the_same_outputs_none_earlier(spark, protocol, seeds, steps, sizes):
@@ -209,6 +209,42 @@ def test_an_asymmetric_half_quiesces_with_the_same_outputs_and_one_decision_per_
     assert any(first_have[k][0] > first_want[k][0] for k in first_want), "sealing costs no time: the check shows nothing"
 
 
+def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_partition_batching_apart(spark, tmp_path):
+    """asymmetric.olg with its collector leader_2 partitioned 2 and 3 ways (on the request
+    id, the only valid key): each partition numbers its own batches and names itself in
+    them; the leader seals each partition's batches in order and acks the partition that
+    sent them. Every seed quiesces; at quiescence the outputs are the original's; each
+    request is decided exactly once, after its quorum; the ack of a batch goes back to the
+    partition that sent it, and more than one partition sends batches."""
+    original = Simulation(compile_timed(str(CASES / "asymmetric.olg"), spark, skip=("decouple", "partition")),
+                          SEEDS, DELAY).run(60)
+    want = _outcome(original)
+    assert not original.late and {seed for seed, *_ in want} == set(SEEDS)
+    text = (CASES / "asymmetric.olg").read_text()
+    for n in (2, 3):
+        path = tmp_path / f"n{n}" / "asymmetric.olg"
+        path.parent.mkdir()
+        path.write_text(text.replace("component leader @", f'partition::count("leader_2", {n}).\ncomponent leader @'))
+        run = Simulation(compile_timed(str(path), spark), SEEDS, DELAY).run(60)
+        assert {c: len(a) for c, a in run.timed.components.items()}["leader_2"] == n
+        assert not run.late, f"{n} partitions: seeds that never quiesce: {run.late[:5]}"
+        assert _outcome(run) == want, f"{n} partitions: other outputs than the original's"
+        decided, quorum = _decisions(run), _quorum_steps(run)
+        assert set(decided) == {(seed, i) for seed in SEEDS for i in (1, 2)}, "a request never decided"
+        assert not {k for k, v in decided.items() if len(v) != 1}, "decided more than once"
+        assert not {k for k, v in decided.items() if k not in quorum or v[0] <= quorum[k]}, "decided before its quorum"
+        # each batch header names its sender (the 4th column), the partition that sent it;
+        # each batch is acked once, to that partition
+        tr = run.trace
+        sent = tr[(tr["kind"] == "send") & (tr["relation"] == "leader_2_inputs")]
+        batches = [(int(r.seed), r.node, r.tuple[1]) for r in sent.itertuples(index=False)]
+        assert all(r.node == r.tuple[3] for r in sent.itertuples(index=False)), "a batch names another sender"
+        assert len({node for _, node, _ in batches}) > 1, "one partition sent every batch: the check shows nothing"
+        acks = tr[(tr["kind"] == "deliver") & (tr["relation"] == "leader_2_ack")]
+        acked = [(int(r.seed), r.node, r.tuple[1]) for r in acks.itertuples(index=False)]
+        assert sorted(acked) == sorted(batches), "a batch acked at another partition than its sender, or not once"
+
+
 # examples/protocols/paxos.olg as first written: the proposer read the p2b message and the
 # collector's count itself (b5, e4, q7), which tied the collector to it
 PAXOS_AS_FIRST_WRITTEN = [
@@ -267,7 +303,8 @@ def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark
     logs = check_safety(competing)
     assert all(COMMANDS <= set(logs[seed][r].values()) for seed in seeds for r in ("r1", "r2", "r3"))
     higher = competing.trace[(competing.trace["relation"] == "p2bBallot_2") & (competing.trace["kind"] == "deliver")]
-    assert higher["tuple"].map(lambda t: t[2] % 10).nunique() == 2, "no p2b of the other proposer's ballot was sealed"
+    ballots = higher["tuple"].map(lambda t: t[2] % 10)  # p2bBallot_2(@D, B, M, sender): M's proposer
+    assert ballots.nunique() == 2, "no p2b of the other proposer's ballot was sealed"
 
 
 # ---------------------------------------------------------------- what the split is
@@ -407,6 +444,26 @@ def test_an_asymmetric_half_that_breaks_a_precondition_is_refused(spark, tmp_pat
         assert f"| {' ' * 4}{rule} " in shown, shown  # the source line shown is the rule's
     else:
         assert '| decouple::asymmetric("leader", ' in shown, shown
+
+
+# (directives before asymmetric.olg, words): what partitioning an asymmetric half does not support
+PARTITIONED_REFUSED = [
+    ('partition::count("leader", 2).', "leader seals the batches of the asymmetric half leader_2 "
+     "(decouple::asymmetric), per sender, not per key; partition leader_2 instead"),
+    ('partition::partial("leader_2", 2).\npartition::replicate("leader_2", "acks").',
+     "partition::partial on leader_2, an asymmetric half (decouple::asymmetric)"),
+]
+
+
+@pytest.mark.parametrize("directives,words", PARTITIONED_REFUSED, ids=["the-sealer", "partial"])
+def test_partitioning_an_asymmetric_half_other_than_by_count_is_refused_at_the_directive(
+        spark, tmp_path, capsys, directives, words):
+    path = tmp_path / "refused.olg"
+    text = (CASES / "asymmetric.olg").read_text()
+    path.write_text(text.replace("component leader @", f"{directives}\ncomponent leader @"))
+    status, shown = _evita(capsys, "compile", path)
+    assert status != 0 and "error[not supported yet]" in shown and words in shown and "Traceback" not in shown, shown
+    assert f"| {directives.splitlines()[0]}" in shown, shown  # the source line shown is the directive's
 
 
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
