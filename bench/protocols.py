@@ -67,6 +67,38 @@ FLUSHES = {
 }
 
 
+# examples/protocols/paxos.olg as first written, the base Paxos is measured on: the proposer
+# collects the p2bs itself (b5, e4 and q7 read p2b and the count) and sends each commit once
+# (q7-q9: chosen, guarded by commitSent). paxos.olg restates it so that the collector can
+# move (its header); the restated collector sends a slot's commit at each p2b arrival once
+# the slot has a quorum, 1.76 times per slot here, which would swell the base's messages.
+# The p2b keeps its value, unread: the simulator draws a message's delay from its content.
+# (new text in paxos.olg, the first form's text); tests/test_decouple.py holds both forms to
+# the same outputs at the same steps.
+PAXOS_AS_FIRST_WRITTEN = [
+    ("b5 seen(@P, M) :- p2bBallot(@P, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M, _)."),
+    ("p2bBallot(@P, M), curBallot(@P, My)", "p2b(@P, _, _, _, M, _), curBallot(@P, My)"),
+    ("q4b p2bBallot(@P, M) :- p2b(@P, _, B, _, M, _), M > B.", ""),
+    ("q6b quorumAt(@P, B, S, V) :- p2b(@P, _, B, S, B, V), acks(@P, B, S, N), quorum(@P, Q), N >= Q.", ""),
+    ("q10 commit(@R, S, V)@async :- quorumAt(@P, _, S, V), replicas(@P, R).",
+     "q7 chosen(@P, B, S, V) :- acks(@P, B, S, N), quorum(@P, Q), N >= Q, proposed(@P, B, S, V),"
+     " notin commitSent(@P, B, S).\n"
+     "q8 commitSent(@P, B, S)@next :- chosen(@P, B, S, _).\n"
+     "q9 commitSent(@P, B, S)@next :- commitSent(@P, B, S).\n"
+     "q10 commit(@R, S, V)@async :- chosen(@P, B, S, V), replicas(@P, R)."),
+    ("d1 known(@P, V)@next :- quorumAt(@P, _, _, V).", "d1 known(@P, V)@next :- chosen(@P, _, _, V)."),
+]
+BASE_FORM = {"paxos": PAXOS_AS_FIRST_WRITTEN}  # protocol -> its base's substitutions
+
+
+def first_form(text: str, substitutions) -> str:
+    for new, old in substitutions:
+        if new not in text:
+            raise SystemExit(f"the first form's substitution no longer applies: {new!r} is not in the program")
+        text = text.replace(new, old)
+    return text
+
+
 def scaled(protocol: str) -> str:
     """The directives of examples/protocols/scaled/PROTOCOL.olg (its #include left out)."""
     lines = (SCALED_DIR / f"{protocol}.olg").read_text().splitlines()
@@ -92,11 +124,10 @@ DEPLOYMENTS = {
     ],
     "paxos": [
         ("as written", ("decouple", "partition"), ""),
-        ("decouple::asymmetric: the p2b collector (q4-q6b) to p1/2", ("partition",),
+        ("decouple::asymmetric: the p2b collector (q4-q10, sending the commits) to p1/2", ("partition",),
          "\n".join(line for line in scaled("paxos").splitlines() if "asymmetric" in line)),
-        ("scaled/paxos.olg without partition: + p2a broadcast to p1/3, commit broadcast to p1/4",
-         ("partition",), scaled("paxos")),
-        ("scaled/paxos.olg: the same, p2b collector, p2a and commit halves x3 on the slot", (), scaled("paxos")),
+        ("scaled/paxos.olg without partition: + p2a broadcast to p1/3", ("partition",), scaled("paxos")),
+        ("scaled/paxos.olg: the same, p2b collector and p2a halves x3 on the slot", (), scaled("paxos")),
     ],
 }
 
@@ -104,7 +135,7 @@ DEPLOYMENTS = {
 SCALED = {"voting", "twopc", "paxos"}  # protocols whose client requests --requests replaces
 
 
-def deployment(spark, protocol: str, skip: tuple, directives: str, requests: int):
+def deployment(spark, protocol: str, skip: tuple, directives: str, requests: int, base: bool = False):
     from evita.bootstrap.stage import find_stages
     from evita.runtime.simulate import compile_timed
 
@@ -114,6 +145,8 @@ def deployment(spark, protocol: str, skip: tuple, directives: str, requests: int
     text = path.read_text()
     if protocol in SCALED:
         text = with_requests(text, PAPER[protocol][3], requests)
+    if base and protocol in BASE_FORM:
+        text = first_form(text, BASE_FORM[protocol])
     with tempfile.TemporaryDirectory() as d:
         copy = Path(d) / path.name
         copy.write_text(directives + "\n" + text)
@@ -234,6 +267,35 @@ def fit(bases: dict, shape=SHAPES["free a, b, c, e"]) -> tuple:
     return best[1], (best[0] / len(bases)) ** 0.5
 
 
+def closest(measured: dict, bases: dict) -> tuple:
+    """How near the paper's factors any unit costs bring the model, fit or no fit: over
+    the grid of cost ratios (a, c, e relative to b, and b = 0), the costs whose worst
+    factor is least off the paper's, |predicted / paper - 1| as the target measures it.
+    Returns (that worst miss, the costs scaled to the bases, their fit error on the
+    bases, {protocol: factor}). A miss above 30% here means no costs meet the target
+    with these counts: the model, not the fit, falls short."""
+    import math
+
+    grid = [0.0] + [2 ** (k / 2) for k in range(-12, 13)]
+    best = None
+    for b in (1.0, 0.0):
+        for a, c, e in itertools.product(grid, repeat=3):
+            cost = (a, b, c, e)
+            if not any(cost):
+                continue
+            factors = {}
+            for protocol, deps in DEPLOYMENTS.items():
+                d0 = bottleneck(measured[protocol, "as written"], cost)[0]
+                d = bottleneck(measured[protocol, deps[-1][0]], cost)[0]
+                factors[protocol] = d0 / d if d else math.inf
+            worst = max(abs(f / PAPER[p][1] - 1) for p, f in factors.items())
+            if best is None or worst < best[0]:
+                best = (worst, cost, factors)
+    worst, cost, factors = best
+    scaled, err = fit(bases, lambda *_: cost)
+    return worst, scaled, err, factors
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -248,7 +310,7 @@ def main() -> int:
     for protocol, deps in DEPLOYMENTS.items():
         base, factor, machines, requests, steps = PAPER[protocol]
         for name, skip, directives in deps:
-            timed = deployment(spark, protocol, skip, directives, args.requests)
+            timed = deployment(spark, protocol, skip, directives, args.requests, base=name == "as written")
             measured[protocol, name] = demands(timed, args.seeds, steps, requests, FLUSHES[protocol])
     bases = {p: (measured[p, "as written"], PAPER[p][0]) for p in DEPLOYMENTS}
     cost, _ = fit(bases)
@@ -298,6 +360,11 @@ def main() -> int:
             d = bottleneck(measured[protocol, deps[-1][0]], cost)[0]
             factors.append(f"{d0 / d:.2f}x (paper {PAPER[protocol][1]}x)")
         print(f"| {shape} | {' / '.join(f'{k * 1e6:.2f}' for k in cost)} | {err:.0%} | " + " | ".join(factors) + " |")
+    miss, cost, err, factors = closest(measured, bases)
+    print()
+    print(f"The closest any costs come to the paper's factors (fitted on them, not on the bases): worst factor "
+          f"{miss:.0%} off, at a / b / c / e = {' / '.join(f'{k * 1e6:.2f}' for k in cost)} us (fit error on the "
+          f"bases {err:.0%}): " + ", ".join(f"{p} {f:.2f}x (paper {PAPER[p][1]}x)" for p, f in factors.items()))
     return 0
 
 

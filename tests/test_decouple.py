@@ -22,10 +22,20 @@ import pytest
 
 from evita.runtime.simulate import Simulation, compile_timed
 
-from conftest import EXAMPLES, FIXTURES, compiled_timed, shown_outputs, simulated
+from conftest import EXAMPLES, FIXTURES, REPO, compiled_timed, shown_outputs, simulated
 
 CASES = FIXTURES / "decouple"
 PROTOCOLS = EXAMPLES / "protocols"
+
+
+def _bench_protocols():
+    """bench/protocols.py, which holds Paxos's first form (its throughput base)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_protocols", REPO / "bench" / "protocols.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 SEEDS = range(200)
 DELAY = "uniform:1-5"
 
@@ -244,23 +254,8 @@ def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_part
         assert sorted(acked) == sorted(batches), "a batch acked at another partition than its sender, or not once"
 
 
-# examples/protocols/paxos.olg as first written: the proposer read the p2b message and the
-# collector's count itself (b5, e4, q7), which tied the collector to it, and sent each
-# commit once. The p2b carries the value here, unread: the simulator draws a message's delay
-# from its content, so a p2b without it would arrive at other steps
-PAXOS_AS_FIRST_WRITTEN = [
-    ("b5 seen(@P, M) :- p2bBallot(@P, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M, _)."),
-    ("p2bBallot(@P, M), curBallot(@P, My)", "p2b(@P, _, _, _, M, _), curBallot(@P, My)"),
-    ("q4b p2bBallot(@P, M) :- p2b(@P, _, B, _, M, _), M > B.", ""),
-    ("q6b quorumAt(@P, B, S, V) :- p2b(@P, _, B, S, B, V), acks(@P, B, S, N), quorum(@P, Q), N >= Q.", ""),
-    ("q10 commit(@R, S, V)@async :- quorumAt(@P, _, S, V), replicas(@P, R).",
-     "q7 chosen(@P, B, S, V) :- acks(@P, B, S, N), quorum(@P, Q), N >= Q, proposed(@P, B, S, V),"
-     " notin commitSent(@P, B, S).\n"
-     "q8 commitSent(@P, B, S)@next :- chosen(@P, B, S, _).\n"
-     "q9 commitSent(@P, B, S)@next :- commitSent(@P, B, S).\n"
-     "q10 commit(@R, S, V)@async :- chosen(@P, B, S, V), replicas(@P, R)."),
-    ("d1 known(@P, V)@next :- quorumAt(@P, _, _, V).", "d1 known(@P, V)@next :- chosen(@P, _, _, V)."),
-]
+# examples/protocols/paxos.olg as first written (bench/protocols.py's Paxos base)
+PAXOS_AS_FIRST_WRITTEN = _bench_protocols().PAXOS_AS_FIRST_WRITTEN
 
 
 def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark, tmp_path):
