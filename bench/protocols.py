@@ -67,15 +67,19 @@ FLUSHES = {
 }
 
 
-# examples/protocols/paxos.olg as first written, the base Paxos is measured on: the proposer
-# collects the p2bs itself (b5, e4 and q7 read p2b and the count) and sends each commit once
-# (q7-q9: chosen, guarded by commitSent). paxos.olg restates it so that the collector can
-# move (its header); the restated collector sends a slot's commit at each p2b arrival once
-# the slot has a quorum, 1.76 times per slot here, which would swell the base's messages.
-# The p2b keeps its value, unread: the simulator draws a message's delay from its content.
-# (new text in paxos.olg, the first form's text); tests/test_decouple.py holds both forms to
-# the same outputs at the same steps.
-PAXOS_AS_FIRST_WRITTEN = [
+# examples/protocols/paxos.olg as first written, the base Paxos is measured on (its header
+# says what was restated and why), as substitutions (text in paxos.olg, the first form's):
+# - the p2b collector: the proposer collects the p2bs itself (b5, e4 and q7 read p2b and the
+#   count) and sends each commit once (q7-q9: chosen, guarded by commitSent). The restated
+#   collector sends a slot's commit at each p2b arrival once the slot has a quorum, 1.76
+#   times per slot here, which would swell the base's messages. The p2b keeps its value,
+#   unread: the simulator draws a message's delay from its content.
+# - the acceptors: a p2a raises the ballot (a2) and is accepted into the same step's log;
+#   a p1a gets a p1b with the log's size (a9, a10) and a p1bLog per entry, which the
+#   proposer counts (p6, p8).
+# tests/test_decouple.py holds the first to the same outputs at the same steps, the second
+# to the same replica logs at quiescence.
+PAXOS_P2B_FIRST = [
     ("b5 seen(@P, M) :- p2bBallot(@P, M).", "b5 seen(@P, M) :- p2b(@P, _, _, _, M, _)."),
     ("p2bBallot(@P, M), curBallot(@P, My)", "p2b(@P, _, _, _, M, _), curBallot(@P, My)"),
     ("q4b p2bBallot(@P, M) :- p2b(@P, _, B, _, M, _), M > B.", ""),
@@ -88,6 +92,35 @@ PAXOS_AS_FIRST_WRITTEN = [
      "q10 commit(@R, S, V)@async :- chosen(@P, B, S, V), replicas(@P, R)."),
     ("d1 known(@P, V)@next :- quorumAt(@P, _, _, V).", "d1 known(@P, V)@next :- chosen(@P, _, _, V)."),
 ]
+PAXOS_ACCEPTOR_FIRST = [
+    ("b4 seen(@P, M) :- p1bLog(@P, _, _, M, -1, _, _).", "b4 seen(@P, M) :- p1b(@P, _, _, M, _)."),
+    ("p1bLog(@P, _, _, M, -1, _, _), curBallot(@P, My)", "p1b(@P, _, _, M, _), curBallot(@P, My)"),
+    ("p2 p1bs(@P, A, B, M) :- p1bLog(@P, A, B, M, -1, _, _).\n"
+     "    p3 p1bs(@P, A, B, M)@next :- p1bs(@P, A, B, M).\n"
+     "    p4 p1bLogs(@P, A, B, S, AB, V) :- p1bLog(@P, A, B, B, S, AB, V), S >= 0.\n"
+     "    p5 p1bLogs(@P, A, B, S, AB, V)@next :- p1bLogs(@P, A, B, S, AB, V).\n"
+     "    p7 promiseOk(@P, A, B) :- p1bs(@P, A, B, B).",
+     "p2 p1bs(@P, A, B, M, N) :- p1b(@P, A, B, M, N).\n"
+     "p3 p1bs(@P, A, B, M, N)@next :- p1bs(@P, A, B, M, N).\n"
+     "p4 p1bLogs(@P, A, B, S, AB, V) :- p1bLog(@P, A, B, S, AB, V).\n"
+     "p5 p1bLogs(@P, A, B, S, AB, V)@next :- p1bLogs(@P, A, B, S, AB, V).\n"
+     "p6 logRecv(@P, A, B, count<*>) :- p1bLogs(@P, A, B, _, _, _).\n"
+     "p7 promiseOk(@P, A, B) :- p1bs(@P, A, B, B, 0).\n"
+     "p8 promiseOk(@P, A, B) :- p1bs(@P, A, B, B, N), logRecv(@P, A, B, N)."),
+    ('accepted(@"a1", -1, 0, "").', ""), ('accepted(@"a2", -1, 0, "").', ""), ('accepted(@"a3", -1, 0, "").', ""),
+    ("a0 p1aNow(@A, P, B) :- p1a(@A, P, B).", ""),
+    ("a1 ballots(@A, B) :- p1aNow(@A, _, B).",
+     "a1 ballots(@A, B) :- p1a(@A, _, B).\na2 ballots(@A, B) :- p2a(@A, _, B, _, _)."),
+    ("a4 ballots(@A, B)@next :- ballots(@A, B).", "a4 ballots(@A, B)@next :- maxBallot(@A, B)."),
+    ("a5 accepted(@A, S, B, V)@next :- p2a(", "a5 accepted(@A, S, B, V) :- p2a("),
+    ("a11 p1bLog(@P, A, B, M, seal<S, AB, V>)@async :- p1aNow(@A, P, B), maxBallot(@A, M), accepted(@A, S, AB, V).",
+     "a7 hasLog(@A) :- accepted(@A, _, _, _).\n"
+     "a8 logSize(@A, count<*>) :- accepted(@A, _, _, _).\n"
+     "a9 p1b(@P, A, B, M, N)@async :- p1a(@A, P, B), maxBallot(@A, M), logSize(@A, N).\n"
+     "a10 p1b(@P, A, B, M, 0)@async :- p1a(@A, P, B), maxBallot(@A, M), notin hasLog(@A).\n"
+     "a11 p1bLog(@P, A, B, S, AB, V)@async :- p1a(@A, P, B), maxBallot(@A, B), accepted(@A, S, AB, V)."),
+]
+PAXOS_AS_FIRST_WRITTEN = PAXOS_P2B_FIRST + PAXOS_ACCEPTOR_FIRST
 BASE_FORM = {"paxos": PAXOS_AS_FIRST_WRITTEN}  # protocol -> its base's substitutions
 
 
