@@ -327,11 +327,12 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
     """`.plan` statements name a known relation or rule and known decisions."""
     import re
 
-    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, Plan, statistic_key
+    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, ROLES, Plan, statistic_key
 
     relations = {atom.relation for atom, _ in _uses(program)} | set(_declared(program))
     rules = {r.name: r for r in program.rules}
-    allowed = {"distribution": DISTRIBUTIONS, "cached": ("true", "false"), "strategy": ("local", "distributed")}
+    allowed = {"distribution": DISTRIBUTIONS, "cached": ("true", "false"), "strategy": ("local", "distributed"),
+               "role": ROLES}
     for p in program.of(Plan):
         def bad(message, hint):
             return Diagnostic("bad-plan", message, p.span, p.name, hint)

@@ -261,7 +261,8 @@ class IODirective:
 class Plan:
     """`.plan relation NAME(key=value, ...)` or `.plan rule LABEL(joinK=method)`: physical
     decisions a stage wrote into the catalog (join methods, placement, caching, how a
-    recursive stratum runs), in text so a compiled program prints and parses back whole."""
+    recursive stratum runs), and what a relation a stage made is for (its role, for a
+    later stage to read), in text so a compiled program prints and parses back whole."""
     kind: str  # "relation", "rule" or "statistics"
     name: str
     params: tuple = ()  # ((key, value), ...)
@@ -269,12 +270,15 @@ class Plan:
 
 
 PLAN_KEYS = {
-    "relation": ("distribution", "partition", "cached", "strategy", "reason"),
+    "relation": ("distribution", "partition", "cached", "strategy", "reason", "role", "made_for"),
     "rule": (),  # joinK: the method of the join with the atom at body position K
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
 }
 JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
 DISTRIBUTIONS = ("partitioned", "replicated", "broadcast", "located")
+# `.plan relation leader_2_batch(role=batch, made_for=leader_2)`: a relation a stage made for
+# a component it rewrote, and what it is there (catalog columns relation.role, made_for)
+ROLES = ("batch", "seal", "held")
 # `.plan statistics edge(rows=4000, distinct0=2000)`: what the cost-based stages know of a
 # relation's data (catalog table `statistic`), in text so cases and goldens can state it.
 # Key (with the column after it, but for rows) -> metric.

@@ -129,7 +129,8 @@ class _Decoder:
             st = strata.get(r["id"], {})
             params = [("distribution", r["distribution"]), ("cached", "true" if r["cached"] else None),
                       ("partition", ",".join(str(c["col"]) for c in parts.get(r["id"], ())) or None),
-                      ("strategy", st.get("strategy")), ("reason", st.get("reason"))]
+                      ("strategy", st.get("strategy")), ("reason", st.get("reason")),
+                      ("role", r["role"]), ("made_for", r["made_for"])]
             params = tuple((k, v) for k, v in params if v is not None)
             if params:
                 out.append(("relation:" + r["name"], Plan("relation", r["name"], params)))

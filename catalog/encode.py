@@ -172,7 +172,8 @@ class _Encoder:
             lifetime=const_text(mat.lifetime) if mat else None,
             size=const_text(mat.size) if mat else None,
             input=info["input"], output=info["output"], distribution=plan.get("distribution"),
-            cached=True if plan.get("cached") == "true" else None, pos=info["pos"], line=line, col=col)
+            cached=True if plan.get("cached") == "true" else None, role=plan.get("role"),
+            made_for=plan.get("made_for"), pos=info["pos"], line=line, col=col)
         for seq, c in enumerate(plan["partition"].split(",") if plan.get("partition") else ()):
             self.rows.add("partition_column", program=self.pid, relation=rid, seq=seq, col=int(c))
         if plan.get("strategy"):

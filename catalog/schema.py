@@ -111,6 +111,11 @@ TABLES = (
                                  "'located' (partitioned on its @ location column: a location is a partition, "
                                  "and a tuple derived elsewhere is shipped there); null leaves it to Spark"),
         ("cached", BOOL, "a stage asked to keep it in memory once computed (read several times)"),
+        ("role", STRING, "for a relation a stage made for a component it rewrote, what the relation is there: "
+                         "'batch' (decouple::asymmetric: the batching of half made_for, per sender, not per key), "
+                         "'seal' (its sealing of those batches, in half 1), 'held' (an output of the half held "
+                         "until its batch is acked); null for the user's relations"),
+        ("made_for", STRING, "the component named by role (the asymmetric half), null without a role"),
         ("pos", INT, "ordinal of its declaration statement, null if implicit"),
         _LINE, _COL,
     ], ["id"], "table", order=["program", "name"]),

@@ -279,6 +279,37 @@ def test_a_rule_using_its_location_as_data_keeps_the_logical_address(spark, tmp_
     assert sent and all(t[-1] == "coll:1" for t in sent), sent  # the logical address, not coll:1#0
 
 
+NAMED_LIKE_A_HALF = """
+component replica @ "r1" {
+    vote(@"r1", 5). vote(@"r1", 6).
+    p1 ack(@"coll:1", X)@async :- vote(@R, X).
+}
+component collector @ "coll:1" {
+    collector_home(@"coll:1", "client:1").
+    c1 stamped(@L, X, L) :- ack(@L, X).
+    c2 out(@"client:1", X, W)@async :- stamped(@L, X, W).
+    c3 collector_acked(@D, X, L)@async :- ack(@L, X), collector_home(@L, D).
+}
+"""
+
+
+def test_a_component_whose_relations_are_named_like_an_asymmetric_halfs_is_partitioned_as_usual(spark, tmp_path):
+    """The user's collector_home and collector_acked are named as decouple::asymmetric names
+    a half's batch relations (N_home, N_acked), but no stage made them: partition.dl knows
+    a half by the marks asymmetric.dl writes (relation.role, made_for), so c3 is an ordinary
+    rule of the collector and sends its logical address, as c1 stores it. (Told by the names,
+    c3 would be a batch rule and send its partition's physical address coll:1#i.)"""
+    path = tmp_path / "named_like_a_half.olg"
+    path.write_text('partition::count("collector", 2).\n' + NAMED_LIKE_A_HALF)
+    original = simulated(spark, path, 10, skip=("decouple", "partition"))
+    rewritten = simulated(spark, path, 10, skip=("decouple",))
+    assert shown_outputs(rewritten) == shown_outputs(original)
+    for rel in ("out", "collector_acked"):
+        sent = {tuple(r.tuple) for r in rewritten.trace.itertuples(index=False) if r.relation == rel}
+        assert sent and all(t[-1] == "coll:1" for t in sent), (rel, sent)  # the logical address, not coll:1#0
+    assert {r.node for r in rewritten.trace.itertuples(index=False)} >= {"coll:1#0", "coll:1#1"}
+
+
 @pytest.mark.parametrize("text,directive,code,rule,words", REFUSED, ids=[f"{c}-{w[:24]}" for *_, c, _, w in REFUSED])
 def test_a_directive_the_check_refuses_fails_at_the_rule(spark, tmp_path, text, directive, code, rule, words):
     text = (COHASH.read_text() if text is None else 'partition::count("collector", 2).\n' + text)
