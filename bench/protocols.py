@@ -57,12 +57,12 @@ SCALED_DIR = PROTOCOLS / "scaled"  # the paper's deployments, as directive files
 
 # protocol -> the relations whose new tuples are log flushes: a durable log write is
 # modelled as a relation derived @next from the write (examples/protocols/twopc.olg, its
-# header): the coordinator's c14 logCommitComplete, the participants' p3 voteLogged and
-# p9 outcomeLogged. Voting and Paxos write no log. The stages rename components, not
+# header): the coordinator's c14 logCommitComplete and c25 endLogged, the participants' p3
+# voteLogged and p9 outcomeLogged. Voting and Paxos write no log. The stages rename components, not
 # relations, so the names hold in every deployment (demands checks they exist).
 FLUSHES = {
     "voting": (),
-    "twopc": ("logCommitComplete", "voteLogged", "outcomeLogged"),
+    "twopc": ("logCommitComplete", "endLogged", "voteLogged", "outcomeLogged"),
     "paxos": (),
 }
 
