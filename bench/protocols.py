@@ -113,7 +113,8 @@ PAXOS_ACCEPTOR_FIRST = [
      "a1 ballots(@A, B) :- p1a(@A, _, B).\na2 ballots(@A, B) :- p2a(@A, _, B, _, _)."),
     ("a4 ballots(@A, B)@next :- ballots(@A, B).", "a4 ballots(@A, B)@next :- maxBallot(@A, B)."),
     ("a5 accepted(@A, S, B, V)@next :- p2a(", "a5 accepted(@A, S, B, V) :- p2a("),
-    ("a11 p1bLog(@P, A, B, M, seal<S, AB, V>)@async :- p1aNow(@A, P, B), maxBallot(@A, M), accepted(@A, S, AB, V).",
+    ("a11 p1bLog(@P, A, B, M, seal<S, AB, V>)@async :- p1aNow(@A, P, B), maxBallot(@A, M),\n"
+     "                                                     accepted(@A, S, AB, V).",
      "a7 hasLog(@A) :- accepted(@A, _, _, _).\n"
      "a8 logSize(@A, count<*>) :- accepted(@A, _, _, _).\n"
      "a9 p1b(@P, A, B, M, N)@async :- p1a(@A, P, B), maxBallot(@A, M), logSize(@A, N).\n"

@@ -186,6 +186,18 @@ SPARK_PROGRAMS = {  # name -> arguments of `evita run`
 }
 
 
+def bench_protocols():
+    """bench/protocols.py as a module: it holds the first forms of the protocols the
+    examples restate (Paxos's), which the tests hold the restatements to."""
+    import importlib.util
+
+    if not hasattr(bench_protocols, "module"):
+        spec = importlib.util.spec_from_file_location("bench_protocols", REPO / "bench" / "protocols.py")
+        bench_protocols.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench_protocols.module)
+    return bench_protocols.module
+
+
 def answers(directory: Path, printed: str) -> dict:
     """The relations written to DIR/REL.csv, and the rows of the tables printed (the
     shortest-path example has a query and no .output, so it writes nothing)."""

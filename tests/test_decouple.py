@@ -22,20 +22,10 @@ import pytest
 
 from evita.runtime.simulate import Simulation, compile_timed
 
-from conftest import EXAMPLES, FIXTURES, REPO, compiled_timed, shown_outputs, simulated
+from conftest import EXAMPLES, FIXTURES, bench_protocols, compiled_timed, shown_outputs, simulated
 
 CASES = FIXTURES / "decouple"
 PROTOCOLS = EXAMPLES / "protocols"
-
-
-def _bench_protocols():
-    """bench/protocols.py, which holds Paxos's first form (its throughput base)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_protocols", REPO / "bench" / "protocols.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 SEEDS = range(200)
 DELAY = "uniform:1-5"
 
@@ -107,7 +97,8 @@ def test_the_papers_deployments_show_the_same_outputs_none_earlier(spark, protoc
     asymmetrically decoupled (it sends the commits), halves and participants partitioned on the
     request's id or the slot. A functional half adds a hop, so the oracle is the
     functional one: the same outputs, counted, none earlier (for Paxos's asymmetric half
-    that is stronger than its proof's observable equivalence, and holds here)."""
+    and its partially partitioned acceptors that is stronger than their proofs' observable
+    equivalence at quiescence, and holds here)."""
     path = SCALED / f"{protocol}.olg"
     original, rewritten = (Simulation(compile_timed(str(path), spark, skip=skip), seeds, DELAY).run(steps)
                            for skip in (("decouple", "partition"), ()))
@@ -258,8 +249,8 @@ def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_part
 
 # examples/protocols/paxos.olg as first written (bench/protocols.py's Paxos base): its p2b
 # collector, and its acceptors
-PAXOS_P2B_FIRST = _bench_protocols().PAXOS_P2B_FIRST
-PAXOS_ACCEPTOR_FIRST = _bench_protocols().PAXOS_ACCEPTOR_FIRST
+PAXOS_P2B_FIRST = bench_protocols().PAXOS_P2B_FIRST
+PAXOS_ACCEPTOR_FIRST = bench_protocols().PAXOS_ACCEPTOR_FIRST
 
 
 def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark, tmp_path):
@@ -271,7 +262,7 @@ def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark
     original's, no slot holds two values. 10 seeds: Paxos simulates ten times slower than
     the other protocols."""
     first = tmp_path / "paxos.olg"
-    first.write_text(_bench_protocols().first_form((PROTOCOLS / "paxos.olg").read_text(), PAXOS_P2B_FIRST))
+    first.write_text(bench_protocols().first_form((PROTOCOLS / "paxos.olg").read_text(), PAXOS_P2B_FIRST))
     seeds = range(10)
     paxos, restated = (Simulation(compile_timed(str(p), spark, skip=("decouple",)), seeds, DELAY).run(80)
                        for p in (first, PROTOCOLS / "paxos.olg"))
@@ -316,7 +307,7 @@ def test_paxos_acceptors_restated_keep_the_replicas_logs(spark, tmp_path):
     quiesces with the same replica logs, and both forms make some answers at other steps
     (the check sees the difference). 200 seeds, one leader."""
     first = tmp_path / "paxos.olg"
-    first.write_text(_bench_protocols().first_form((PROTOCOLS / "paxos.olg").read_text(), PAXOS_ACCEPTOR_FIRST))
+    first.write_text(bench_protocols().first_form((PROTOCOLS / "paxos.olg").read_text(), PAXOS_ACCEPTOR_FIRST))
     was, now = (Simulation(compile_timed(str(p), spark, skip=("decouple", "partition")), range(200), DELAY).run(80)
                 for p in (first, PROTOCOLS / "paxos.olg"))
     assert not was.late and not now.late, (was.late[:5], now.late[:5])

@@ -18,7 +18,7 @@ import pytest
 from evita.runtime.simulate import Simulation
 from evita.runtime.xxhash import xxhash64
 
-from conftest import EXAMPLES, FIXTURES, logical_value, shown_outputs, simulated, stage_alone
+from conftest import EXAMPLES, FIXTURES, bench_protocols, logical_value, shown_outputs, simulated, stage_alone
 
 COHASH = FIXTURES / "partition" / "cohash.olg"
 SEEDS = range(200)
@@ -607,22 +607,12 @@ ACCEPTORS_PARTIAL = ('partition::partial("acceptor", 3).\npartition::replicate("
                      'partition::replicate("acceptor", "maxBallot").\npartition::replicate("acceptor", "p1aNow").\n')
 
 
-def _bench_protocols():
-    """bench/protocols.py, which holds Paxos's first form."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_protocols", EXAMPLES.parent / "bench" / "protocols.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_partitioning_paxos_acceptors_as_first_written_is_refused_naming_what_stands_in_the_way(spark, tmp_path):
     """The acceptors of examples/protocols/paxos.olg as first written (a p2a raises the
     ballot and is accepted in its step; bench/protocols.py's PAXOS_ACCEPTOR_FIRST),
     partially partitioned by slot with their log (p1bLog) sealed: refused, and the
     diagnostics name each obstacle (docs/dedalus.md, "Partitioning a seal")."""
-    bench = _bench_protocols()
+    bench = bench_protocols()
     text = bench.first_form((EXAMPLES / "protocols" / "paxos.olg").read_text(), bench.PAXOS_ACCEPTOR_FIRST)
     old = "a11 p1bLog(@P, A, B, S, AB, V)@async"
     assert old in text
