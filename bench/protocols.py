@@ -304,6 +304,16 @@ def fit(bases: dict, shape=SHAPES["free a, b, c, e"]) -> tuple:
     return best[1], (best[0] / len(bases)) ** 0.5
 
 
+def last_factors(measured: dict, cost) -> dict:
+    """protocol -> the factor of its last deployment over its base, under unit costs cost."""
+    factors = {}
+    for protocol, deps in DEPLOYMENTS.items():
+        d0 = bottleneck(measured[protocol, "as written"], cost)[0]
+        d = bottleneck(measured[protocol, deps[-1][0]], cost)[0]
+        factors[protocol] = d0 / d if d else float("inf")
+    return factors
+
+
 def closest(measured: dict, bases: dict) -> tuple:
     """How near the paper's factors any unit costs bring the model, fit or no fit: over
     the grid of cost ratios (a, c, e relative to b, and b = 0), the costs whose worst
@@ -311,8 +321,6 @@ def closest(measured: dict, bases: dict) -> tuple:
     Returns (that worst miss, the costs scaled to the bases, their fit error on the
     bases, {protocol: factor}). A miss above 30% here means no costs meet the target
     with these counts: the model, not the fit, falls short."""
-    import math
-
     grid = [0.0] + [2 ** (k / 2) for k in range(-12, 13)]
     best = None
     for b in (1.0, 0.0):
@@ -320,11 +328,7 @@ def closest(measured: dict, bases: dict) -> tuple:
             cost = (a, b, c, e)
             if not any(cost):
                 continue
-            factors = {}
-            for protocol, deps in DEPLOYMENTS.items():
-                d0 = bottleneck(measured[protocol, "as written"], cost)[0]
-                d = bottleneck(measured[protocol, deps[-1][0]], cost)[0]
-                factors[protocol] = d0 / d if d else math.inf
+            factors = last_factors(measured, cost)
             worst = max(abs(f / PAPER[p][1] - 1) for p, f in factors.items())
             if best is None or worst < best[0]:
                 best = (worst, cost, factors)
@@ -391,11 +395,7 @@ def main() -> int:
     print("| --- | --- | --- | " + " | ".join("---" for _ in DEPLOYMENTS) + " |")
     for shape, tie in SHAPES.items():
         cost, err = fit(bases, tie)
-        factors = []
-        for protocol, deps in DEPLOYMENTS.items():
-            d0 = bottleneck(measured[protocol, "as written"], cost)[0]
-            d = bottleneck(measured[protocol, deps[-1][0]], cost)[0]
-            factors.append(f"{d0 / d:.2f}x (paper {PAPER[protocol][1]}x)")
+        factors = [f"{f:.2f}x (paper {PAPER[p][1]}x)" for p, f in last_factors(measured, cost).items()]
         print(f"| {shape} | {' / '.join(f'{k * 1e6:.2f}' for k in cost)} | {err:.0%} | " + " | ".join(factors) + " |")
     miss, cost, err, factors = closest(measured, bases)
     print()
