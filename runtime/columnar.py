@@ -299,6 +299,10 @@ def evaluate_rule(rule: RulePlan, read: Callable):
 
     import numpy as np
 
+    # A positive atom with no tuples derives nothing, wherever it sits in the body: the
+    # atoms before it need not be joined (in a timestep, most rules wait on a message).
+    if any(step.op in ("scan", "join") and not len(read(step)) for step in rule.steps):
+        return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
     bound = _Bound({}, 1)  # no atom yet: one valuation binding nothing
     for step in rule.steps:
         if step.op in ("scan", "join", "antijoin"):

@@ -76,6 +76,11 @@ def test_a_functional_half_shows_the_same_outputs_none_earlier(spark):
 
 
 SCALED = PROTOCOLS / "scaled"  # the paper's deployments, written as directive files
+# Paxos's rewrites (the paper's deployment, its restated p2b collector and acceptors; and
+# test_partition's partially partitioned acceptors) take two minutes together: they run
+# with `pytest -m extended`, as CI does after the suite. Each rewrite they use has its
+# own differential test in the suite, on the smaller protocols and the fixtures.
+PAXOS_AT_SCALE = pytest.mark.extended
 
 
 @pytest.mark.parametrize("protocol,seeds,steps,sizes", [
@@ -87,8 +92,9 @@ SCALED = PROTOCOLS / "scaled"  # the paper's deployments, written as directive f
     # 2 proposers + 2 x 3 p2b proxies (which send the commits) + 2 x 3 p2a proxies + 3 x (1
     # coordinator + 3 acceptor partitions) + 3 replicas = 29: 10 seeds, as Paxos simulates
     # ten times slower than the others
-    ("paxos", range(10), 80, {"proposer": 2, "proposer_2": 6, "proposer_3": 6, "acceptor": 9, "acceptor_coord": 3,
-                              "replica": 3}),
+    # (Paxos at scale runs with `pytest -m extended`, as CI does: PAXOS_AT_SCALE below)
+    pytest.param("paxos", range(10), 80, {"proposer": 2, "proposer_2": 6, "proposer_3": 6, "acceptor": 9,
+                                          "acceptor_coord": 3, "replica": 3}, marks=pytest.mark.extended),
 ], ids=["voting", "twopc", "paxos"])
 def test_the_papers_deployments_show_the_same_outputs_none_earlier(spark, protocol, seeds, steps, sizes):
     """examples/protocols/scaled/*.olg: directives over the protocols as written that make
@@ -253,6 +259,7 @@ PAXOS_P2B_FIRST = bench_protocols().PAXOS_P2B_FIRST
 PAXOS_ACCEPTOR_FIRST = bench_protocols().PAXOS_ACCEPTOR_FIRST
 
 
+@PAXOS_AT_SCALE
 def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark, tmp_path):
     """The paper's p2b proxy leaders (TR §5.2), by decouple::asymmetric (paxos_p2b.olg):
     the proposer of examples/protocols/paxos.olg reads the p2bs through what its collector
@@ -299,6 +306,7 @@ def test_paxos_p2b_proxy_as_an_asymmetric_half_quiesces_with_the_same_logs(spark
     assert len(higher), "no preempting ballot reached a proposer through the sealed batches"
 
 
+@PAXOS_AT_SCALE
 def test_paxos_acceptors_restated_keep_the_replicas_logs(spark, tmp_path):
     """paxos.olg's acceptors as autocomp writes them (a p2a does not raise the ballot; the log
     answers a p1a in one sealed batch, its slot -1 entry the promise), against their first

@@ -628,6 +628,7 @@ def test_partitioning_paxos_acceptors_as_first_written_is_refused_naming_what_st
         assert words in shown, (words, shown)
 
 
+@pytest.mark.extended  # Paxos at scale: test_decouple.PAXOS_AT_SCALE says why
 def test_paxos_acceptors_partially_partitioned_keep_the_logs_and_stay_safe(spark, tmp_path):
     """examples/protocols/paxos.olg's acceptors (as restated: ballots from p1a only, the log
     sealed), partially partitioned 3 ways on the slot (TR §4.3, B.3-B.4; the paper's

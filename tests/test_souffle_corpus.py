@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from evita.bootstrap.cli import main
 from evita.runtime import conformance as C
 
 CORPUS = Path(__file__).resolve().parent / "souffle"
 
 
+@pytest.mark.extended  # ~160 programs (90 s): the test_souffle_* files test each construct in the suite
 def test_the_corpus_passes_but_for_its_known_failures(spark):
     started = time.perf_counter()
     outcomes = C.run_suite(spark, CORPUS)

@@ -110,6 +110,7 @@ def test_a_writer_that_cannot_get_the_lock_says_warehouse_busy(tmp_path, monkeyp
     assert stored(root) == expected(1)
 
 
+@pytest.mark.extended  # two whole compiles in JVMs of their own: the lock tests above hold the protocol
 def test_two_concurrent_compiles_on_one_warehouse(tmp_path):
     """Two real `evita compile` processes at once: both succeed and the warehouse holds
     each program whole, its catalog and history in agreement."""
