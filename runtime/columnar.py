@@ -726,6 +726,8 @@ class PandasTables(semantics.Tables):
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def distinct(self, s: Storage, t):
+        if len(t) < 2:  # distinct already (most relations of a timestep hold a tuple or none)
+            return t.reset_index(drop=True)
         return t.drop_duplicates(ignore_index=True)
 
     def aggregate(self, s: Storage, t):

@@ -348,9 +348,9 @@ def _row_keys(df):
     import pandas as pd
 
     try:
-        return pd.util.hash_pandas_object(df, index=False).to_numpy()
+        return pd.util.hash_pandas_object(df, index=False, categorize=False).to_numpy()
     except TypeError:  # a column of tuples (a set or list aggregate): hash its text
-        return pd.util.hash_pandas_object(df.astype(str), index=False).to_numpy()
+        return pd.util.hash_pandas_object(df.astype(str), index=False, categorize=False).to_numpy()
 
 
 def _trace(rows: list):
