@@ -307,10 +307,8 @@ def evaluate_rule(rule: RulePlan, read: Callable):
     for step in rule.steps:
         if step.op in ("scan", "join", "antijoin"):
             table = read(step)
-            if not len(table):  # an empty table has no column types to join on
-                if step.op == "antijoin":
-                    continue
-                return pd.DataFrame({c: [] for c in _columns(len(rule.head_args))})
+            if not len(table):  # an empty antijoin removes nothing (an empty positive atom returned above)
+                continue
             atom = _bind(step.args, table)
             keys = [v for v in atom.columns if v in bound.cols]
             if step.op == "antijoin":

@@ -92,9 +92,8 @@ PAXOS_AT_SCALE = pytest.mark.extended
     # 2 proposers + 2 x 3 p2b proxies (which send the commits) + 2 x 3 p2a proxies + 3 x (1
     # coordinator + 3 acceptor partitions) + 3 replicas = 29: 10 seeds, as Paxos simulates
     # ten times slower than the others
-    # (Paxos at scale runs with `pytest -m extended`, as CI does: PAXOS_AT_SCALE below)
     pytest.param("paxos", range(10), 80, {"proposer": 2, "proposer_2": 6, "proposer_3": 6, "acceptor": 9,
-                                          "acceptor_coord": 3, "replica": 3}, marks=pytest.mark.extended),
+                                          "acceptor_coord": 3, "replica": 3}, marks=PAXOS_AT_SCALE),
 ], ids=["voting", "twopc", "paxos"])
 def test_the_papers_deployments_show_the_same_outputs_none_earlier(spark, protocol, seeds, steps, sizes):
     """examples/protocols/scaled/*.olg: directives over the protocols as written that make
