@@ -402,6 +402,8 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
             from evita.catalog import store
 
             store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
+    for warning in comp.warnings:
+        report_warning(warning)
     for note in comp.notes:
         (notes or print_note)(note)
     return program, comp, diffs
@@ -597,8 +599,10 @@ def cmd_stages(args) -> int:
 
     stages = find_stages(args.stage_path)
     lattice = Lattice(stages)
+    for warning in lattice.warnings:
+        report_warning(warning)
     before: dict = {}
-    for b, a in lattice.facts("precedes"):
+    for b, a in lattice.orders():
         before.setdefault(a, []).append(b)
     t = RichTable(title=f"stage lattice ({lattice.path})")
     for col in ("stage", "runs after", "from", "rules"):

@@ -29,19 +29,30 @@ def enabled() -> bool:
 
 def key(rows, program_id: str, stages: dict, lattice_path: Path, options: tuple) -> str:
     """What the compile depends on, hashed: the catalog rows (canonically sorted), every
-    stage as parsed (so an #include'd file counts), the lattice's text, the options and
-    Evita's code."""
-    from evita.catalog.printer import format_program
+    stage as parsed (so an #include'd file counts) with its trigger, lattice facts and
+    notes, the lattice's text, the options and Evita's code."""
 
     h = hashlib.sha256()
     for part in (code_fingerprint(), program_id, repr(options), Path(lattice_path).read_text()):
         h.update(part.encode() + b"\0")
     for name in sorted(stages):
-        st = stages[name]
-        h.update(f"{name}\0{st.origin}\0{format_program(st.program)}\0".encode())
+        h.update(stage_fingerprint(stages[name]).encode() + b"\0")
     for table in sorted(rows):
         h.update(f"{table}\0{sorted(map(repr, rows[table]))!r}\0".encode())
     return h.hexdigest()[:32]
+
+
+def stage_fingerprint(stage) -> str:
+    """Everything of a stage file a compile reads: its rules, its trigger (which decides
+    whether it runs), its lattice facts (which decide when), its notes and invariants."""
+    from evita.catalog.printer import format_program
+
+    parts = [stage.name, stage.origin, format_program(stage.program),
+             format_program(stage.trigger) if stage.trigger is not None else "",
+             "\n".join(sorted(repr((f.atom.relation, tuple(a.value for a in f.atom.args)))
+                              for f in stage.lattice_facts)),
+             stage.if_left_out, stage.if_applied, repr(stage.ensures)]
+    return "\0".join(parts)
 
 
 def _file(k: str) -> Path:

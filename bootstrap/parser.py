@@ -1465,7 +1465,11 @@ class _Lowering:
             try:
                 return table(rel).column_names
             except KeyError:
-                pass
+                from .stage import unknown_table
+
+                d = unknown_table(rel, atom.span)
+                self.error(d.code, d.message, atom.span, rel, d.hint)
+                return None
         self.error("undeclared-relation", f"{rel} is not declared, so its fields cannot be named",
                    atom.span, rel, "declare it with .decl NAME(col: type, ...) or use positional arguments")
         return None

@@ -56,6 +56,7 @@ class Compilation:
     lattice_actions: int = 0
     lattice_seconds: float = 0.0
     stats: list = field(default_factory=list)  # (stage, seconds, actions)
+    warnings: list = field(default_factory=list)  # Diagnostics about the stages and lattice (an unknown stage named)
     lattice: Optional[CatalogRows] = None  # the stage and stage_lattice tables this compile used
     notes: list = field(default_factory=list)  # stages left out although their trigger finds work
     cached: bool = False  # read from the compile cache (bootstrap/compile_cache.py), not run now
@@ -80,6 +81,72 @@ class Lattice:
         self.stages = stages
         extra = tuple(f for s in sorted(stages.values(), key=lambda s: s.name) for f in s.lattice_facts)
         self.program = replace(self.base, statements=self.base.statements + extra)
+        unnamed = [f for name, f in sorted(stages.items()) if name not in self.names]
+        if unnamed:
+            raise EvitaError([Diagnostic(
+                "stage-unnamed", f"{f.path.name} holds no stage/1 fact, so no compile would run it",
+                S.Span(str(f.path), 1, 1), f.path.name,
+                f'add stage("{f.name}"). and precedes/2 facts that place it (docs/stages.md, "Ordering")')
+                for f in unnamed])
+        self.warnings = self.unknown_names()
+        self.check_acyclic()
+
+    def check_acyclic(self) -> None:
+        """A cycle in the order would leave its stages waiting for each other, never run:
+        an error naming the ordering facts that close it."""
+        after: dict = {}
+        for b, a in self.orders():
+            after.setdefault(b, set()).add(a)
+        for start in sorted(after):
+            path = self._cycle_from(start, after)
+            if path:
+                facts = [f for f in self.program.facts if f.atom.relation in ("precedes", "precedes_if_loaded")
+                         and tuple(a.value for a in f.atom.args) in set(zip(path, path[1:]))]
+                at = facts[0].span if facts else S.Span(str(self.path), 1, 1)
+                raise EvitaError([Diagnostic(
+                    "stage-cycle", f"the stage order has a cycle: {' -> '.join(path)}; none of these stages "
+                    "would run", at, " -> ".join(path),
+                    "remove one of the facts: " + "; ".join(f"{f.span.file}:{f.span.line}" for f in facts))])
+
+    @staticmethod
+    def _cycle_from(start: str, after: dict) -> list:
+        stack, on_path = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(after.get(node, ())):
+                if nxt == start:
+                    return path + [start]
+                if nxt not in on_path:
+                    on_path.add(nxt)
+                    stack.append((nxt, path + [nxt]))
+        return []
+
+    def unknown_names(self) -> list:
+        """A warning for each ordering fact that names a stage not loaded: the lattice
+        lets it order nothing (stage_lattice.dl, n7), so a typo never blocks what follows."""
+        import difflib
+
+        known = set(self.names)
+        out = []
+        for f in self.program.facts:
+            positions = {"precedes": (0, 1), "alternative": (1,), "default": (1,)}.get(f.atom.relation, ())
+            for i in positions:
+                name = f.atom.args[i].value if i < len(f.atom.args) else None
+                if isinstance(name, str) and name not in known:
+                    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+                    hint = (f"did you mean {near[0]!r}? " if near else "") + (
+                        "if the order should hold only when that stage is loaded, write precedes_if_loaded"
+                        if f.atom.relation == "precedes" else "name a loaded stage (`evita stages`)")
+                    out.append(Diagnostic("unknown-stage", f"{f.atom.relation} names stage {name!r}, which is "
+                                          "not loaded: the fact orders nothing", f.span, name, hint,
+                                          severity="warning"))
+        return out
+
+    def orders(self) -> list:
+        """(before, after): the orders that hold between loaded stages."""
+        known = set(self.names)
+        pairs = set(self.facts("precedes")) | {p for p in self.facts("precedes_if_loaded") if set(p) <= known}
+        return sorted(p for p in pairs if set(p) <= known)
 
     def facts(self, relation: str) -> list:
         return [tuple(a.value for a in f.atom.args) for f in self.program.facts if f.atom.relation == relation]
@@ -96,7 +163,7 @@ class Lattice:
             f = self.stages.get(name)
             out.add("stage", name=name, kind="bootstrap" if name in BOOTSTRAP_STAGES else "datalog",
                     path=str(f.path) if f else None)
-        for before, after in sorted(set(self.facts("precedes"))):
+        for before, after in self.orders():
             out.add("stage_lattice", before=before, after=after)
         return out
 
@@ -126,7 +193,7 @@ class Lattice:
         # Relations that may have no facts this time still need their arity.
         decls = tuple(S.Declaration(n, tuple(S.Column(f"c{i}", "symbol") for i in range(k)))
                       for n, k in (("completed", 1), ("disabled", 1), ("chosen", 2), ("alternative", 2),
-                                   ("default", 2)))
+                                   ("default", 2), ("precedes_if_loaded", 2)))
         return replace(self.program, statements=decls + self.program.statements + extra)
 
 
@@ -155,8 +222,9 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         cached = compile_cache.load(cache_key)
         if cached is not None:
             progress.note("compile read from the cache (the same catalog, stages and options as a compile before)")
+            cached.warnings = lattice.warnings
             return cached
-    comp = Compilation(program_id, [Version(0, "parse", rows)], lattice=lattice.rows())
+    comp = Compilation(program_id, [Version(0, "parse", rows)], lattice=lattice.rows(), warnings=lattice.warnings)
     completed = ["parse"]
     t = time.perf_counter()
     with doing("the stage lattice"):

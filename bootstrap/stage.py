@@ -41,7 +41,7 @@ PRIMITIVES = {
 # A stage with rules for stage::applies runs only when they derive a tuple: its trigger.
 APPLIES = PRIMITIVE + "applies"
 TRIGGER = "programEvent"
-LATTICE_RELATIONS = ("stage", "precedes", "alternative", "default")
+LATTICE_RELATIONS = ("stage", "precedes", "precedes_if_loaded", "alternative", "default")
 # `if_left_out("...")`: what a program loses when this stage is left out although its
 # trigger finds work (the scheduler's note says it).
 LEFT_OUT = "if_left_out"
@@ -172,7 +172,15 @@ _stage_files: dict = {}
 
 
 def _split_stage(program: S.Program, path: Path, origin: str) -> "StageFile":
+    check_catalog_names(program)
     facts = tuple(f for f in program.facts if f.atom.relation in LATTICE_RELATIONS)
+    for f in facts:
+        named = f.atom.args[0].value if f.atom.relation == "stage" and f.atom.args else None
+        if named is not None and named != path.stem:
+            raise EvitaError([Diagnostic(
+                "stage-name", f"{path.name} states stage({named!r}), but a stage is named after its file",
+                f.span, f'stage("{named}")',
+                f'write stage("{path.stem}"), or rename the file to {named}.dl')])
     lost = tuple(f for f in program.facts if f.atom.relation == LEFT_OUT)
     applied = tuple(f for f in program.facts if f.atom.relation == APPLIED)
     ensures = tuple(f for f in program.facts if f.atom.relation == ENSURES)
@@ -185,6 +193,31 @@ def _split_stage(program: S.Program, path: Path, origin: str) -> "StageFile":
                      " ".join(str(a.value) for f in lost for a in f.atom.args),
                      ensures=tuple(invariant(f) for f in ensures),
                      if_applied=" ".join(str(a.value) for f in applied for a in f.atom.args))
+
+
+def check_catalog_names(program: S.Program) -> None:
+    """Every `sys::T` a stage names is a catalog table: a misspelled one is an error
+    that suggests the nearest table, before anything runs."""
+    errors = []
+    for rule in program.rules:
+        for atom in (rule.head, *rule.body):
+            if isinstance(atom, S.Atom) and atom.relation.startswith(SYS):
+                name = atom.relation[len(SYS):]
+                if name not in schema.BY_NAME:
+                    errors.append(unknown_table(atom.relation, atom.span))
+    if errors:
+        raise EvitaError(errors)
+
+
+def unknown_table(relation: str, span: S.Span) -> Diagnostic:
+    """`sys::rules` is no catalog table: the diagnostic names the nearest ones."""
+    import difflib
+
+    name = relation[len(SYS):]
+    near = difflib.get_close_matches(name, list(schema.BY_NAME), n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(SYS + n for n in near)}?" if near else
+            f"the catalog tables: {', '.join(sorted(schema.BY_NAME))} (docs/catalog.md)")
+    return Diagnostic("unknown-catalog-table", f"{relation} is not a catalog table", span, relation, hint)
 
 
 def invariant(fact: S.Fact) -> str:

@@ -58,7 +58,7 @@ def lattice_order(stage_paths=(), skip=(), only=None, choose=None) -> list:
     out_of_play = set(skip) | {s for g, s in lattice.facts("alternative") if picked.get(g) != s}
     if only is not None:
         out_of_play |= names - set(only) - set(BOOTSTRAP_STAGES)
-    before = {s: {a for a, b in lattice.facts("precedes") if b == s} for s in names}
+    before = {s: {a for a, b in lattice.orders() if b == s} for s in names}
     while True:  # transitive: a stage left out does not let what follows it overtake what precedes it
         wider = {s: bs.union(*(before.get(b, set()) for b in bs)) for s, bs in before.items()}
         if wider == before:
