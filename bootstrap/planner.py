@@ -22,6 +22,7 @@ place in the pipeline does not change the result, only whether it can be compute
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Optional
 
 from ..runtime.dataflow import (
@@ -214,8 +215,9 @@ class _Planner:
     def rule_plan(self, rule: S.Rule, driven_by: Optional[str], relations) -> RulePlan:
         """The rule's pipeline in the catalog's order: atoms as written, each selection or
         assignment as soon as its variables are bound."""
+        body, written_at = with_plain_atoms(rule)
         positive_vars = set()
-        for l in rule.body:
+        for l in body:
             if isinstance(l, S.Atom) and not l.negated:
                 positive_vars |= set(S.atom_vars(l))
             elif isinstance(l, S.Assign):
@@ -237,7 +239,7 @@ class _Planner:
                 else:
                     op = "scan" if not steps else "join"
                     bound.update(S.atom_vars(l))
-                method = self.methods.get((rule.name, rule.body.index(l) + 1), "")
+                method = self.methods.get((rule.name, written_at[id(l)] + 1), "")
                 steps.append(Step(op, l.relation, l.args, l.delta and l.relation == driven_by, keys, method,
                                   span=l.span))
             elif isinstance(l, S.Assign) and is_range(l.expr):  # a generator: one row per value
@@ -265,7 +267,7 @@ class _Planner:
                         emit(l)
                         progress = True
 
-        for l in rule.body:
+        for l in body:
             if isinstance(l, S.Atom) and not l.negated:
                 emit(l)
             else:
@@ -287,6 +289,47 @@ class _Planner:
                 self.fail("fact-not-ground", f"fact of {f.atom.relation} has a non-constant argument {e}",
                           f.span, term_text(f.atom), "facts hold constants only")
         return tuple(out)
+
+
+def with_plain_atoms(rule: S.Rule):
+    """The rule's body with every atom argument a variable, a constant or `_`, and where
+    each atom was written. An expression an atom holds (`fib(n - 1, x)`, as a delta
+    rule may put it first) becomes a new variable and an equality that waits for the
+    expression's variables: `fib(a, x), a == n - 1`; in a negated atom, an assignment
+    before it. Every backend then joins on columns alone, and no pipeline reads a
+    variable before an atom binds it, whatever order a stage gave the atoms."""
+    taken = _vars_of(rule)
+    fresh = (f"_arg{i}" for i in range(10**6) if f"_arg{i}" not in taken)
+    body, written_at = [], {}
+    for pos, l in enumerate(rule.body):
+        if not isinstance(l, S.Atom) or all(isinstance(a, (S.Var, S.Wildcard, S.Const)) for a in l.args):
+            body.append(l)
+            written_at[id(l)] = pos
+            continue
+        args, tests = [], []
+        for a in l.args:
+            if isinstance(a, (S.Var, S.Wildcard, S.Const)):
+                args.append(a)
+                continue
+            var = S.Var(next(fresh), l.span)
+            args.append(var)
+            tests.append(S.Assign(var, a, l.span) if l.negated else S.Select(S.BinOp("==", var, a), l.span))
+        plain = replace(l, args=tuple(args))
+        written_at[id(plain)] = pos
+        body += ([*tests, plain] if l.negated else [plain, *tests])
+    return body, written_at
+
+
+def _vars_of(rule: S.Rule) -> set:
+    out = set(S.atom_vars(rule.head))
+    for l in rule.body:
+        if isinstance(l, S.Atom):
+            out |= set(S.atom_vars(l))
+        elif isinstance(l, S.Assign):
+            out |= {l.var.name, *S.term_vars(l.expr)}
+        elif isinstance(l, S.Select):
+            out |= set(S.term_vars(l.expr))
+    return out
 
 
 def const_value(t):
