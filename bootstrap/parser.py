@@ -75,6 +75,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     except VisitError as e:  # a bug in the builder, not the user's: let it surface plainly
         raise e.orig_exc from None
     lowering = _Lowering(path, builder.diagnostics)
+    if _included:  # generated labels name their file: rule1 of lib.dl is not rule1 of the includer
+        lowering.label_prefix = re.sub(r"\W", "_", Path(path).stem) + "_"
     statements = lowering.run(items.children if hasattr(items, "children") else items)
     if lowering.diagnostics:
         raise EvitaError(lowering.diagnostics, source=text)
@@ -1007,6 +1009,7 @@ class _Lowering:
         self.columns: dict = {}  # relation -> column names, or None if declared without names
         self.component_columns: dict = {}  # the same, for the relations a `.comp` declares
         self.rule_count = 0
+        self.label_prefix = ""  # for the labels of unlabelled rules (`rule7`): an included file's name
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
@@ -1192,7 +1195,7 @@ class _Lowering:
                        "a rule may start with a label and 'delete', then its head atom")
         if values:
             label = values[0]
-        return label or f"rule{self.rule_count}", delete
+        return label or f"{self.label_prefix}rule{self.rule_count}", delete
 
     def _head(self, c: _Clause, what: str) -> Atom:
         head = c.head

@@ -237,6 +237,20 @@ def test_macros_flow_into_and_out_of_included_files(tmp_path):
     assert facts == {"limit": 10, "seen": 1, "twice": 20, "ok": 1}
 
 
+def test_unlabelled_rules_of_an_included_file_get_labels_of_their_own(tmp_path):
+    """Each file numbers its unlabelled rules from 1: an included file's labels carry
+    its name, so they never collide with the includer's (`duplicate-rule`)."""
+    (tmp_path / "my-lib.dl").write_text(".decl b(x: number)\nb(x) :- a(x).\n")
+    main = tmp_path / "main.dl"
+    main.write_text('.decl a(x: number)\na(1).\na(x) :- a(y), x = y + 1, x < 3.\n#include "my-lib.dl"\n'
+                    ".decl c(x: number)\nc(x) :- b(x).\n")
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.parser import parse_file
+
+    program = check_program(parse_file(main))
+    assert [r.name for r in program.rules] == ["rule1", "my_lib_rule1", "rule2"]
+
+
 @pytest.mark.parametrize("text, expected", [
     ("#foo\nr(1).", ("preprocessor", 1, 1, "unknown preprocessor directive #foo")),
     ("r(1).\n  #pragma once\n", ("preprocessor", 2, 3, "unknown preprocessor directive #pragma")),
