@@ -44,7 +44,9 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
 
     url, where = remote_to_use(remote, master, warehouse_dir(warehouse))
     if url is not None:
-        return connect_session(url, where)
+        spark = connect_session(url, where)
+        quiet_spark_loggers()
+        return spark
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
     if not submitted:
         os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -84,11 +86,46 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
             _master_watched(master, where):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_spark_loggers()
     ship_package(spark)
     from .executors import watch
 
     watch(spark)  # on a cluster: no executor left means an error, not a wait without end
     return spark
+
+
+# ---------------------------------------------------------------- Spark's own loggers
+
+# PySpark's Python loggers that write to stderr by themselves: the query-context loggers
+# print every AnalysisException as a JSON line with the Java stack trace in it (before
+# Evita's one-line error), py4j logs a lost connection. The JVM's own logs go to
+# `_spark_log()` (its stderr) with log4j2.properties.
+SPARK_PYTHON_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_spark_logs: str = "untouched"  # the command line sets "quiet", or "shown" under --verbose
+
+
+def spark_logs(shown: bool) -> None:
+    """The command line's choice: Spark's own loggers are quiet unless `--verbose`
+    (`shown`). Applied when a session starts (`quiet_spark_loggers`); a SparkSession the
+    API is handed, in a program of the user's, keeps the user's logging."""
+    global _spark_logs
+    _spark_logs = "shown" if shown else "quiet"
+
+
+def quiet_spark_loggers() -> None:
+    """Silence PySpark's stderr loggers, when the command line asked (`spark_logs`)."""
+    import logging
+
+    if _spark_logs != "quiet":
+        return
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark before 4.0 has no such loggers
+        PySparkLogger = None
+    for name in SPARK_PYTHON_LOGGERS if PySparkLogger is not None else ():
+        # made as pyspark makes them (a PySparkLogger: it is called with keywords of its own)
+        PySparkLogger.getLogger(name).disabled = True
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 class SparkOnDemand:
