@@ -87,9 +87,13 @@ def _failed(e: Exception, verbose: bool) -> int:
     import traceback
 
     from evita.runtime import executors
+    from evita.runtime.session import worker_failure
 
     from .stopping import describe_failure
 
+    if worker_failure(e) is not None:  # the executors' Python cannot run Evita: what to set, not the trace
+        report(worker_failure(e))
+        return 1
     if executors.lost() is not None:  # the watcher cancelled the jobs: that is the cause, not the cancel
         err.print(f"[bold red]error\\[worker-lost]:[/] {_escape(executors.lost())}", markup=True, soft_wrap=True)
         err.print(f"  hint: {_escape(executors.HINT)}", soft_wrap=True)
