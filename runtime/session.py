@@ -650,15 +650,16 @@ def worker_failure(e: BaseException):
     if versions:
         worker = versions.group(1).rstrip(",")
         message = f"Spark's Python workers run Python {worker}; this driver runs {versions.group(2).rstrip(',')}"
-        hint = (f"give the workers a Python {driver} with pandas and pyarrow: set spark.pyspark.python (or "
-                f"PYSPARK_PYTHON on every worker) to its path before the session starts")
+        hint = (f"give the workers a Python {driver} with pandas and pyarrow: set PYSPARK_PYTHON to its path "
+                f"(as the workers see it) before the session starts, or spark-submit --conf "
+                f"spark.pyspark.python=PATH")
     elif module and module.group(1).split(".")[0] in WORKER_MODULES:
         name = module.group(1).split(".")[0]
         message = f"Spark's Python workers cannot import {name}"
         hint = ("ship Evita to the executors: spark-submit --py-files evita.zip (made by `evita package`), "
                 "or pip install evita on every worker" if name == "evita" else
-                f"pip install pandas pyarrow into the workers' Python, or set spark.pyspark.python (or "
-                f"PYSPARK_PYTHON) to a Python {driver} that has them")
+                f"pip install pandas pyarrow into the workers' Python, or set PYSPARK_PYTHON before the session "
+                f"starts (spark-submit: --conf spark.pyspark.python=PATH) to a Python {driver} that has them")
     else:
         return None
     return EvitaError([Diagnostic("worker-python", message, COMMAND_LINE, "", hint)])
