@@ -39,6 +39,12 @@ def main(argv: list | None = None) -> int:
         os.environ["EVITA_WAREHOUSE"] = (args.warehouse if "://" in args.warehouse
                                          else str(Path(args.warehouse).resolve()))
     from evita.catalog.store import WarehouseBusy
+    from evita.runtime.session import spark_logs
+
+    spark_logs(shown=getattr(args, "verbose", False))  # Spark's own loggers: quiet unless --verbose
+    from . import outcome
+
+    outcome.reset()  # what this command stores or writes, for its error to tell (bootstrap/outcome.py)
 
     from evita.runtime.progress import shown
 
@@ -53,6 +59,7 @@ def main(argv: list | None = None) -> int:
         return 1
     except (UserError, WarehouseBusy) as e:
         err.print(f"[bold red]error:[/] {_escape(str(e))}", markup=True, soft_wrap=True)
+        _left_behind(already_said=isinstance(e, CompileFailed))
         return 1
     except (KeyboardInterrupt, Stopped) as e:  # Ctrl-C, or a timeout's SIGTERM
         return _stopped(e, getattr(args, "verbose", False))
@@ -80,9 +87,13 @@ def _failed(e: Exception, verbose: bool) -> int:
     import traceback
 
     from evita.runtime import executors
+    from evita.runtime.session import worker_failure
 
     from .stopping import describe_failure
 
+    if worker_failure(e) is not None:  # the executors' Python cannot run Evita: what to set, not the trace
+        report(worker_failure(e))
+        return 1
     if executors.lost() is not None:  # the watcher cancelled the jobs: that is the cause, not the cancel
         err.print(f"[bold red]error\\[worker-lost]:[/] {_escape(executors.lost())}", markup=True, soft_wrap=True)
         err.print(f"  hint: {_escape(executors.HINT)}", soft_wrap=True)
@@ -90,6 +101,7 @@ def _failed(e: Exception, verbose: bool) -> int:
             err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
         return 1
     err.print(f"[bold red]error:[/] {_escape(describe_failure(e))}", markup=True, soft_wrap=True)
+    _left_behind()
     if verbose:
         err.print(_escape(traceback.format_exc()), markup=True, soft_wrap=True)
     else:
@@ -97,12 +109,24 @@ def _failed(e: Exception, verbose: bool) -> int:
     return 1
 
 
+def _left_behind(already_said: bool = False) -> None:
+    """After a one-line error: what the command stored or wrote before it failed, when
+    it did (a failed compile's message says it itself: `already_said`)."""
+    from . import outcome
+
+    if outcome.anything() and not already_said:
+        err.print(f"  {_escape(outcome.describe())}", soft_wrap=True)
+
+
 def report(e: EvitaError) -> None:
     for d in e.diagnostics:
         _print_diagnostic(d.render(e._source_of(d)), "red" if d.severity == "error" else "yellow")
+    from . import outcome
+
     n = sum(d.severity == "error" for d in e.diagnostics)
-    outcome = getattr(e, "outcome", "nothing was written to the catalog.")
-    err.print(f"[red]{n} error{'s' if n != 1 else ''}; {outcome}[/]", markup=True)
+    before = getattr(e, "outcome", None)  # what did not happen ("the program did not run"), if said
+    err.print(f"[red]{n} error{'s' if n != 1 else ''}; {before + '; ' if before else ''}"
+              f"{_escape(outcome.describe())}[/]", markup=True)
 
 
 def _escape(text: str) -> str:
@@ -272,9 +296,9 @@ def cmd_load(args) -> int:
 def cmd_catalog(args) -> int:
     from evita.catalog import schema, store
 
+    if args.program and args.program not in _programs(None):  # read from the store's files: no Spark
+        raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}")
     if args.table is None:  # counts come from the store's files: no Spark to start or ask
-        if args.program and args.program not in _programs(None):
-            raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}")
         counts = store.row_counts(store.opened(), args.program)
         t = RichTable(title="catalog tables" + (f" of program {args.program}" if args.program else ""))
         for col in ("table", "rows", "holds"):

@@ -204,6 +204,9 @@ def save_compilation(spark, final: CatalogRows, program_id: str, versions: list,
     else:
         writes = [(root / "version", failed, "version", final.get("version", []))]
     _commit(root, writes + _history_writes(root, program_id, versions, status))
+    from evita.bootstrap import outcome
+
+    outcome.stored(program_id, [n for n, _ in versions], failed=status != OK)  # what a later error reports
     _refresh(spark)
 
 
@@ -308,6 +311,10 @@ def save_program(spark, rows: CatalogRows) -> None:
     programs' rows stay. Costs no Spark job."""
     root = _root_of(spark)
     _commit(root, program_writes(root, rows))
+    from evita.bootstrap import outcome
+
+    for pid in rows.programs():  # what a later error reports
+        outcome.stored(pid, parsed=True)
     _refresh(spark)
 
 

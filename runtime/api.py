@@ -92,7 +92,11 @@ def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), 
         raise EvitaError(problems, source=parsed.text, source_file=parsed.path)
     options = StageOptions(tuple(map(str, _listed(stage_paths))), tuple(_listed(skip)),
                            tuple(_listed(only)) if only is not None else None, dict(choose or {}), max_iterations)
-    return _user_errors(lambda: compile_checked(parsed, _session(spark), options))
+    from .session import workers_with_evita
+
+    session = _session(spark)
+    with workers_with_evita(session):
+        return _user_errors(lambda: compile_checked(parsed, session, options))
 
 
 def compile_checked(program: S.Program, spark, options: StageOptions, measured=(), phases=None,
@@ -203,9 +207,12 @@ class Program:
         `steps=N` runs it over N timesteps as Spark supersteps (`evita run --steps N`)
         and returns the run's trace (`runtime.supersteps.StepsRun`); its `inputs` are
         then relation -> [(step, tuple), ...]."""
-        if steps is not None:
-            return self._run_steps(steps, inputs, facts_dir)
-        return _user_errors(lambda: self._run(inputs, facts_dir, lenient, max_iterations, local))
+        from .session import workers_with_evita
+
+        with workers_with_evita(self.spark):  # the session's Python workers import Evita (docs/api.md)
+            if steps is not None:
+                return _user_errors(lambda: self._run_steps(steps, inputs, facts_dir))
+            return _user_errors(lambda: self._run(inputs, facts_dir, lenient, max_iterations, local))
 
     def _run(self, inputs, facts_dir, lenient, max_iterations, local):
         from ..bootstrap.dedalus_checks import is_dedalus
@@ -377,9 +384,7 @@ def _conformed(spark, rel: str, value, storage):
                                          f"{storage.arity} values", API, rel, f"{rel} has columns "
                                          + ", ".join(storage.columns))])
         return facts_frame(spark, [tuple(r) for r in value], storage)
-    if not isinstance(value, DataFrame):
-        raise EvitaError([Diagnostic("bad-inputs", f"inputs[{rel!r}] is a {type(value).__name__}: give a Spark "
-                                     "DataFrame, a list of tuples or a file path", API, rel)])
+    value = _spark_frame(spark, rel, value)
     if len(value.columns) != storage.arity:
         raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}] has {len(value.columns)} columns "
                                      f"({', '.join(value.columns)}); {rel} has {storage.arity} "
@@ -403,6 +408,37 @@ def _conformed(spark, rel: str, value, storage):
     return value.select(*columns)
 
 
+def _spark_frame(spark, rel: str, value):
+    """A Spark DataFrame of `value`: one already, a pandas DataFrame or a pyarrow Table
+    (made one with the types they carry, no Python worker), else an EvitaError naming
+    what was given and what is read."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(value, DataFrame):
+        return value
+    module = type(value).__module__.split(".")[0]
+    kind = type(value).__qualname__ if module == "builtins" else f"{module}.{type(value).__qualname__}"  # pandas.DataFrame
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover (a dependency of Evita)
+        pa = None
+    if kind == "pandas.DataFrame" and pa is not None:
+        value = pa.Table.from_pandas(value, preserve_index=False)  # keeps its column types, empty or not
+    if pa is not None and isinstance(value, (pa.Table, pa.RecordBatch)):
+        table = value if isinstance(value, pa.Table) else pa.Table.from_batches([value])
+        try:
+            return spark.createDataFrame(table)
+        except Exception as e:  # a type Spark has no counterpart for
+            from ..bootstrap.stopping import _first_line
+
+            raise EvitaError([Diagnostic("bad-inputs", f"inputs[{rel!r}]: Spark cannot read this {kind}: "
+                                         f"{_first_line(str(e))}", API, rel,
+                                         "give columns of numbers, strings or booleans")]) from None
+    raise EvitaError([Diagnostic("bad-inputs", f"inputs[{rel!r}] is a {kind}, which Evita does not read: give a "
+                                 "Spark DataFrame, a pandas DataFrame, a pyarrow Table, a list of tuples or a file "
+                                 "path", API, rel)])
+
+
 def _casts_safely(source, target: str) -> bool:
     """Whether every value of Spark type `source` becomes a value of `target` (a
     declared type's Spark name) without loss or failure: whole numbers stay whole, any
@@ -420,8 +456,8 @@ def _casts_safely(source, target: str) -> bool:
 
 def _session(spark):
     """The caller's session; else the active one; else one started as the CLI starts it.
-    On a cluster, the executors get Evita's package (`session.ship_package`)."""
-    from .session import ship_package, spark_session
+    Its workers get Evita when a call needs them to (`session.workers_with_evita`)."""
+    from .session import spark_session
 
     if spark is None:
         from pyspark.sql import SparkSession
@@ -429,7 +465,6 @@ def _session(spark):
         spark = SparkSession.getActiveSession()
     if spark is None:
         return spark_session()
-    ship_package(spark)
     return spark
 
 
@@ -437,9 +472,12 @@ def _user_errors(call):
     """Mistakes the command line reports as one line (`bootstrap.cli.UserError`, a stage
     that failed) become EvitaErrors too: the API raises one kind of error."""
     from ..bootstrap.cli import CompileFailed, UserError
+    from .session import worker_failure
 
     try:
         return call()
+    except EvitaError:
+        raise
     except CompileFailed as e:
         error = EvitaError([Diagnostic("stage-failed", str(e), API, "",
                                        "what the stages before it did: the error's `diffs` (evita explain prints them)")])
@@ -447,6 +485,11 @@ def _user_errors(call):
         raise error from None
     except UserError as e:
         raise EvitaError([Diagnostic("bad-call", str(e), API, "")]) from None
+    except Exception as e:  # Spark's workers could not run Evita's tasks: say what to set, not the trace
+        problem = worker_failure(e)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 def _listed(value) -> list:

@@ -296,9 +296,13 @@ def run_file(args, spark=None, previews: bool = False):
 
     if one_timestep(program):  # a Dedalus program whose messages must arrive later (Paxos)
         e = EvitaError(one_timestep(program), program.text, args.program)
-        e.outcome = "the program did not run."
+        e.outcome = "the program did not run"
         raise e
     files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
+    if args.souffle_out:
+        from ..bootstrap import outcome
+
+        outcome.expect_outputs(args.souffle_out)  # an error then says which files were written
     for warning in not_given(program, files):
         report_warning(warning)
     if spark is None and why_not_here(args) is None:
@@ -317,7 +321,7 @@ def run_file(args, spark=None, previews: bool = False):
         with doing("the reading of the inputs"), phases.phase("read inputs"):
             inputs = gather_inputs(spark, plan(program), files=files, lenient=args.lenient)
     except EvitaError as e:
-        e.outcome = "the program did not run; nothing was written to the catalog."
+        e.outcome = "the program did not run"
         raise
     with doing("the measuring of the inputs"), phases.phase("measure inputs"):
         measured = measure(dict(inputs))
@@ -367,7 +371,7 @@ def _run_here(args, program, files: dict, phases):
     except ReadElsewhere as e:
         raise NotHere(str(e)) from None
     except EvitaError as e:
-        e.outcome = "the program did not run; nothing was written to the catalog."
+        e.outcome = "the program did not run"
         raise
     with phases.phase("measure inputs"):
         measured = measure_tables(tables)

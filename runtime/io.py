@@ -213,10 +213,26 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
-        target = Loc.of(f.path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
+        _write_output(f.path, text)
+    return [f.path for f in files]
+
+
+def _write_output(path: str, text: bytes) -> None:
+    """One output file, recorded for the command's error to report (`bootstrap.outcome`);
+    a folder or file that cannot be written is an EvitaError naming it."""
+    from ..bootstrap import outcome
+
+    target = Loc.of(path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
+    try:
         target.parent.mkdir()
         target.write_bytes(text)
-    return [f.path for f in files]
+    except OSError as e:
+        from .inputs import COMMAND_LINE
+
+        raise EvitaError([Diagnostic("output-unwritable", f"cannot write the output file {path}: "
+                                     f"{e.strerror or e}", COMMAND_LINE, str(path),
+                                     "give -D a folder you may write to (it is made if missing)")]) from None
+    outcome.wrote(path)
 
 
 def _text_bytes(lines) -> bytes:

@@ -44,7 +44,9 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
 
     url, where = remote_to_use(remote, master, warehouse_dir(warehouse))
     if url is not None:
-        return connect_session(url, where)
+        spark = connect_session(url, where)
+        quiet_spark_loggers()
+        return spark
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
     if not submitted:
         os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -84,11 +86,48 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
             _master_watched(master, where):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    ship_package(spark)
+    quiet_spark_loggers()
+    python = worker_python(spark)  # on a cluster: the package shipped; locally: a Python that imports Evita
+    if python is not None:  # the session is Evita's: it keeps that Python
+        spark.sparkContext.pythonExec = python
     from .executors import watch
 
     watch(spark)  # on a cluster: no executor left means an error, not a wait without end
     return spark
+
+
+# ---------------------------------------------------------------- Spark's own loggers
+
+# PySpark's Python loggers that write to stderr by themselves: the query-context loggers
+# print every AnalysisException as a JSON line with the Java stack trace in it (before
+# Evita's one-line error), py4j logs a lost connection. The JVM's own logs go to
+# `_spark_log()` (its stderr) with log4j2.properties.
+SPARK_PYTHON_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_spark_logs: str = "untouched"  # the command line sets "quiet", or "shown" under --verbose
+
+
+def spark_logs(shown: bool) -> None:
+    """The command line's choice: Spark's own loggers are quiet unless `--verbose`
+    (`shown`). Applied when a session starts (`quiet_spark_loggers`); a SparkSession the
+    API is handed, in a program of the user's, keeps the user's logging."""
+    global _spark_logs
+    _spark_logs = "shown" if shown else "quiet"
+
+
+def quiet_spark_loggers() -> None:
+    """Silence PySpark's stderr loggers, when the command line asked (`spark_logs`)."""
+    import logging
+
+    if _spark_logs != "quiet":
+        return
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark before 4.0 has no such loggers
+        PySparkLogger = None
+    for name in SPARK_PYTHON_LOGGERS if PySparkLogger is not None else ():
+        # made as pyspark makes them (a PySparkLogger: it is called with keywords of its own)
+        PySparkLogger.getLogger(name).disabled = True
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 class SparkOnDemand:
@@ -497,6 +536,133 @@ def ship_package(spark) -> None:
         return
     sc.addPyFile(str(package_zip()))
     _shipped.add(key)
+
+
+# ---------------------------------------------------------------- the workers' Python
+
+# What Evita's tasks import in a Python worker (`runtime/local.py`'s mapInArrow, the
+# simulator's mapInPandas): Evita itself, and what PySpark's Arrow exchange needs.
+WORKER_MODULES = ("evita", "pandas", "pyarrow")
+_PROBE = ("import importlib.util, json, sys; print(json.dumps({'version': '.'.join(map(str, sys.version_info[:2])), "
+          f"'missing': [m for m in {WORKER_MODULES!r} if importlib.util.find_spec(m) is None]}}))")
+_worker_python_of: dict = {}  # (id(sc), applicationId) -> the interpreter Evita's tasks run, or None: as set
+
+
+def probe_python(python: str) -> dict:
+    """What the interpreter `python` (a path, or a name looked up on PATH as Spark looks
+    it up) is: {"version": "3.11", "missing": [modules of WORKER_MODULES it cannot
+    import]}, or {"error": why} when it does not run. Costs one small process (no
+    module is imported: `find_spec` only looks)."""
+    import json
+    import subprocess
+
+    try:
+        done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60,
+                              cwd=tempfile.gettempdir())
+        return json.loads(done.stdout) if done.returncode == 0 else {"error": _last_line(done.stderr)}
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return {"error": str(e)}
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no message)"
+
+
+def worker_python(spark) -> str | None:
+    """The Python that Evita's tasks must run in for this session's workers to import
+    Evita, or None when the session's own (`sc.pythonExec`) does. Decided once per
+    SparkContext.
+
+    In local mode the workers run on this machine, with the interpreter PySpark took at
+    the session's start (`$PYSPARK_PYTHON`, else `python3` on PATH: in a script run with
+    a virtualenv's python, not activated, that is another Python without Evita). It is
+    asked, cheaply (`probe_python`); one that cannot import Evita, pandas or pyarrow, or
+    is another version, is replaced by this process's own, which can, and the `evita`
+    logger says so. One with all but Evita gets Evita's package zip (`addPyFile`).
+    On a cluster the executors get the zip (`ship_package`); what their Python lacks
+    shows when a task fails, and `worker_failure` turns that into one EvitaError."""
+    import logging
+
+    sc = spark_context(spark)
+    if sc is None:  # Spark Connect: the server's workers get the package (`ship_package`)
+        ship_package(spark)
+        return None
+    key = (id(sc), sc.applicationId)
+    if key in _worker_python_of:
+        return _worker_python_of[key]
+    chosen = None
+    if not is_local(sc.master):
+        ship_package(spark)
+    elif sc.pythonExec != sys.executable and imported_from_zip() is None:
+        found = probe_python(sc.pythonExec)
+        driver = "%d.%d" % sys.version_info[:2]
+        if found.get("version") == driver and found.get("missing") == ["evita"]:
+            sc.addPyFile(str(package_zip()))  # the right Python, without Evita: ship it as to a cluster
+        elif found.get("version") != driver or found.get("missing"):
+            chosen = sys.executable
+            if "evita" in probe_python(chosen).get("missing", ()):  # Evita imported from a path of this process only
+                sc.addPyFile(str(package_zip()))
+            why = (found["error"] if "error" in found else f"Python {found['version']}" +
+                   (f" without {', '.join(found['missing'])}" if found.get("missing") else ""))
+            logging.getLogger("evita").warning(
+                "this Spark session's Python workers run %s (%s), which cannot run Evita's tasks; in local mode they "
+                "run on this machine, so Evita's tasks use this Python instead: %s (set PYSPARK_PYTHON before the "
+                "session starts to choose)", sc.pythonExec, why, chosen)
+    _worker_python_of[key] = chosen
+    return chosen
+
+
+@contextlib.contextmanager
+def workers_with_evita(spark):
+    """Within the block, the Python functions Evita hands Spark run where Evita imports
+    (`worker_python`). PySpark reads `sc.pythonExec` when it wraps a function (the plan
+    of a DataFrame keeps it), so the session's own setting is back after the block: a
+    session the user handed to the API stays theirs."""
+    if spark is None or not_started(spark):
+        yield
+        return
+    python = worker_python(spark)
+    sc = spark_context(spark)
+    if python is None or sc is None or sc.pythonExec == python:
+        yield
+        return
+    before, sc.pythonExec = sc.pythonExec, python
+    try:
+        yield
+    finally:
+        sc.pythonExec = before
+
+
+def worker_failure(e: BaseException):
+    """An EvitaError that says what to set, when `e` is Spark reporting that a Python
+    worker could not run Evita's tasks (another Python version than the driver's, or a
+    module it cannot import); else None."""
+    import re
+
+    from ..bootstrap.diagnostics import Diagnostic, EvitaError
+    from .inputs import COMMAND_LINE
+
+    text = str(e)
+    driver = "%d.%d" % sys.version_info[:2]
+    versions = re.search(r"Python in worker has different version:?\s*(\S+)\s+than that in driver:?\s*(\S+)", text)
+    module = re.search(r"ModuleNotFoundError: No module named '([^']+)'", text)
+    if versions:
+        worker = versions.group(1).rstrip(",")
+        message = f"Spark's Python workers run Python {worker}; this driver runs {versions.group(2).rstrip(',')}"
+        hint = (f"give the workers a Python {driver} with pandas and pyarrow: set PYSPARK_PYTHON to its path "
+                f"(as the workers see it) before the session starts, or spark-submit --conf "
+                f"spark.pyspark.python=PATH")
+    elif module and module.group(1).split(".")[0] in WORKER_MODULES:
+        name = module.group(1).split(".")[0]
+        message = f"Spark's Python workers cannot import {name}"
+        hint = ("ship Evita to the executors: spark-submit --py-files evita.zip (made by `evita package`), "
+                "or pip install evita on every worker" if name == "evita" else
+                f"pip install pandas pyarrow into the workers' Python, or set PYSPARK_PYTHON before the session "
+                f"starts (spark-submit: --conf spark.pyspark.python=PATH) to a Python {driver} that has them")
+    else:
+        return None
+    return EvitaError([Diagnostic("worker-python", message, COMMAND_LINE, "", hint)])
 
 
 def _spark_log() -> Path:

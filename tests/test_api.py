@@ -140,3 +140,91 @@ def test_catalog_plan_and_explain(tc):
     text = tc.prog.explain()
     assert "delta" in text and "v1" in text
     assert "rule2" in tc.prog.explain("delta") and "const_prop" not in tc.prog.explain("delta")
+
+
+def test_pandas_and_arrow_inputs_and_a_plain_refusal(tc):
+    import pandas as pd
+    import pyarrow as pa
+
+    want = [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert tc.prog.run(inputs={"edge": pd.DataFrame({"a": [1, 2], "b": [2, 1]})}).rows("path") == want
+    assert tc.prog.run(inputs={"edge": pa.table({"a": [1, 2], "b": [2, 1]})}).rows("path") == want
+    with pytest.raises(evita.EvitaError, match=r"inputs\['edge'\] is a dict, which Evita does not read: give a "
+                                               "Spark DataFrame, a pandas DataFrame, a pyarrow Table"):
+        tc.prog.run(inputs={"edge": {1: 2}})
+    with pytest.raises(evita.EvitaError, match="column a is string, but edge.x is declared number"):
+        tc.prog.run(inputs={"edge": pd.DataFrame({"a": ["1"], "b": [2]})})
+
+
+def test_a_worker_python_that_cannot_run_evita_is_one_error():
+    """Spark's own errors for a worker Python of another version, or without a module,
+    become one EvitaError saying what to set (runtime/session.worker_failure)."""
+    from pyspark.errors import PySparkRuntimeError
+
+    from evita.runtime.session import worker_failure
+
+    mismatch = PySparkRuntimeError(errorClass="PYTHON_VERSION_MISMATCH",
+                                   messageParameters={"worker_version": "3.12", "driver_version": "3.11"})
+    error = worker_failure(mismatch)
+    assert error.first.code == "worker-python" and "run Python 3.12; this driver runs 3.11" in error.first.message
+    assert "spark.pyspark.python" in error.first.hint and "PYSPARK_PYTHON" in error.first.hint
+    missing = worker_failure(RuntimeError("An exception was thrown from the Python worker:\nTraceback ...\n"
+                                          "ModuleNotFoundError: No module named 'evita'\n SQLSTATE: 38000"))
+    assert "cannot import evita" in missing.first.message and "--py-files" in missing.first.hint
+    assert worker_failure(RuntimeError("ModuleNotFoundError: No module named 'mine'")) is None  # the user's own
+
+
+OWN_SESSION = """
+import evita
+from pyspark.sql import SparkSession
+
+spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+prog = evita.compile({program!r}, spark=spark)
+res = prog.run(inputs={{"edge": spark.createDataFrame([(1, 2), (2, 3), (3, 1)], ["a", "b"])}})
+print(sorted(res.rows("path")))
+print(spark.sparkContext.pythonExec)
+"""
+
+
+def _python_without_evita():
+    """A Python on this machine that cannot import evita (a system or pyenv one)."""
+    import glob
+    import sys
+
+    from evita.runtime.session import probe_python
+
+    for python in ["/usr/bin/python3", *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")))]:
+        if os.path.exists(python) and os.path.realpath(python) != os.path.realpath(sys.executable) \
+                and "evita" in probe_python(python).get("missing", ()):
+            return python
+    return None
+
+
+def test_the_users_own_session_runs_with_a_python3_on_path_without_evita(tmp_path):
+    """Issue 36: a script run with the venv's python, not activated, builds its own
+    session; PySpark's workers then run `python3` from PATH, which has no evita. The run
+    must give the rows, with no trace (it used to end in ModuleNotFoundError in the
+    workers). One subprocess: it starts its own JVM."""
+    import subprocess
+    import sys
+
+    other = _python_without_evita()
+    if other is None:
+        pytest.skip("no Python without evita on this machine")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python3", "python"):
+        (bin_dir / name).symlink_to(other)
+    script = tmp_path / "mine.py"
+    script.write_text(OWN_SESSION.format(program=str(TC)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "VIRTUAL_ENV", "SPARK_CONF"))}
+    env.update(PATH=f"{bin_dir}:/usr/bin:/bin", EVITA_WAREHOUSE=str(tmp_path / "warehouse"))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows, python = done.stdout.strip().splitlines()[-2:]
+    assert rows == str([(x, y) for x in (1, 2, 3) for y in (1, 2, 3)])
+    assert "Traceback" not in done.stderr and "ModuleNotFoundError" not in done.stderr
+    assert "Evita's tasks use this Python instead" in done.stderr  # said once, on the `evita` logger
+    assert python == "python3"  # the session's own setting is back after the calls

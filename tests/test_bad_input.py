@@ -59,7 +59,7 @@ def test_odd_input_without_spark(capsys, name, command, rc, code, where):
 def test_the_error_cap_says_how_much_it_did_not_check(capsys):
     _, _, err = run(capsys, "check", BAD / "noise.olg")
     assert "note[error-limit]: stopped after 20 errors;" in err and "more lines not checked" in err
-    assert "20 errors; nothing was written" in err  # the note is not counted as an error
+    assert "20 errors; nothing was stored in the catalog" in err  # the note is not counted as an error
 
 
 def test_missing_facts_file_is_reported_at_the_input_directive_before_spark(capsys, tmp_path, monkeypatch):
@@ -170,3 +170,74 @@ def test_a_failed_compile_keeps_the_last_good_one(spark, capsys, tmp_path):
     assert sorted(store.load_versions(spark, "shortest_path", store.FAILED)) == [0]
     code, _, _ = run(capsys, "compile", program, "--skip", "magic_sets")
     assert code == 0 and versions("failed") == []  # a good compile clears the failed attempt
+
+
+def _catalog_versions(capsys, name: str):
+    """How many `evita.version` rows `evita catalog --program NAME` shows, or None when
+    it says the catalog has no such program."""
+    code, out, err = run(capsys, "catalog", "--program", name)
+    if code != 0:
+        assert f"no program {name!r}" in err, err
+        return None
+    return next(int(line.split("│")[2]) for line in out.splitlines() if "evita.version " in line)
+
+
+# failure point -> (program file, what to write in it or copy, extra arguments)
+SLOPPY = ('stage("sloppy").\nprecedes("parse", "sloppy").\nprecedes("sloppy", "delta").\n'
+          'x1 sys::predicate{id: A, rule: "nowhere"} :- sys::rule{id: R, name: "r2"}, '
+          'sys::predicate{rule: R, id: A, pos: 1}.\n')  # breaks the integrity checks
+GHOST = ('stage("ghost").\nprecedes("parse", "ghost").\nprecedes("ghost", "delta").\n'
+         'g1 sys::io{program: P, relation: "ghost", direction: "output", pos: 99, line: 1, col: 1} :- '
+         'programEvent(P).\n')  # passes the integrity checks; the planner refuses it
+
+
+@pytest.mark.parametrize("point", ["parse", "check", "stage", "plan", "run", "write"])
+def test_a_failed_run_says_what_it_stored(spark, capsys, tmp_path, point):
+    """Issue 36: after a failure, the message says what the command stored and wrote,
+    and `evita catalog` agrees (a failed run used to say "nothing was written to the
+    catalog" after its compile had stored 11 versions)."""
+    import re
+
+    name = f"told_{point}"
+    program, extra = tmp_path / f"{name}.dl", []
+    tc = (EXAMPLES / "tc.dl").read_text()
+    if point == "parse":
+        program.write_text(".decl c(n: number)\nc(n) :- c(n\n")
+    elif point == "check":
+        program.write_text(".decl c(n: number)\n.output c\nc(n) :- d(m).\n")
+    elif point == "stage":
+        program = tmp_path / f"{name}.olg"
+        program.write_text((EXAMPLES / "shortest_path.olg").read_text())
+        (tmp_path / "stages").mkdir()
+        (tmp_path / "stages" / "sloppy.dl").write_text(SLOPPY)
+        extra = ["--stage-path", tmp_path / "stages", "--only", "sloppy"]
+    elif point == "plan":
+        program.write_text(tc)
+        (tmp_path / "stages").mkdir()
+        (tmp_path / "stages" / "ghost.dl").write_text(GHOST)
+        extra = ["-F", EXAMPLES / "tc", "--stage-path", tmp_path / "stages", "--only", "ghost"]
+    elif point == "run":
+        program.write_text(".decl c(n: number)\n.output c\nc(0).\nc(n + 1) :- c(n), n < 100.\n")
+        extra = ["--max-iterations", "5", "--only", "delta"]
+    else:  # write: -D under a file, which no one can make a folder of
+        program.write_text(tc)
+        (tmp_path / "a_file").write_text("")
+        extra = ["-F", EXAMPLES / "tc", "-D", tmp_path / "a_file" / "out", "--only", "delta"]
+    code, _, err = run(capsys, "run", program, *extra)
+    assert code == 1 and "Traceback" not in err, err
+    assert "nothing was written to the catalog" not in err
+    versions = _catalog_versions(capsys, name)
+    if point in ("parse", "check"):
+        assert "nothing was stored in the catalog." in err and versions is None, err
+    elif point == "stage":  # the failed attempt is kept apart, with status 'failed'
+        assert f"{name} has no good compile in the catalog; this attempt is kept apart" in err
+        code, out, _ = run(capsys, "sql", f"SELECT stage FROM evita.version WHERE program = '{name}' "
+                           "AND status = 'failed' ORDER BY version")  # the query the message gives
+        assert versions is None and [line.split("│")[1].strip() for line in out.splitlines()
+                                     if line.startswith("│")] == ["parse", "sloppy"]
+    else:
+        said = re.search(rf"the compile of {name} is stored in the catalog \((\d+) versions, 0-(\d+)", err)
+        assert said, err
+        assert int(said.group(1)) == versions == int(said.group(2)) + 1
+    if point == "write":
+        assert "error[output-unwritable]" in err and "no output file was written." in err

@@ -200,3 +200,55 @@ def test_query_previews_from_the_driver_select_what_spark_selects(spark):
               S.Atom("r", (S.Var("A"), S.Var("B"), S.Var("C")))):
         want = sorted(tuple(r) for r in query_frame(frame, q).collect())
         assert sorted(map(tuple, query_table(table, q).values.tolist())) == want, q
+
+
+SWEEP = """
+import sys
+from evita.bootstrap.cli import main
+
+for argv in {cases!r}:
+    sys.stderr.write("=== case\\n")
+    sys.stderr.flush()
+    code = main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stderr.write(f"=== exit {{code}}\\n")
+    sys.stderr.flush()
+"""
+
+# Issue 36: each used to be preceded by Spark's JSON log line with the Java stack trace.
+BAD_NAMES = [
+    ["sql", "SELECT * FROM evita.nosuch"],  # a table
+    ["sql", "SELECT nope FROM evita.rule"],  # a column
+    ["sql", "SELEC * FROM evita.rule"],  # the syntax
+    ["sql", "SELECT * FROM nosuch_db.t"],  # a database
+    ["sql", "SELECT * FROM evita_history.nosuch"],
+    ["catalog", "nosuch"],
+    ["catalog", "rule", "--program", "nosuch"],
+    ["catalog", "--program", "nosuch"],
+    ["print", "nosuch"],
+]
+
+
+def test_bad_names_and_sql_give_one_line_and_no_java(tmp_path):
+    """Every command that takes SQL or a table or program name, given a bad one, through
+    the command line's `main` in a process of its own (its stderr is the JVM's too, as a
+    user's terminal is): a nonzero exit, one `error:` line (and its hint), no Java or
+    Python trace, no JSON log line. One process, one JVM, one warehouse."""
+    env = dict(os.environ, EVITA_WAREHOUSE=str(tmp_path / "wh"))
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    cases = [["load", str(SHORTEST_PATH)], *BAD_NAMES]
+    done = subprocess.run([sys.executable, "-c", SWEEP.format(cases=cases)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    parts = done.stderr.split("=== case\n")[1:]
+    assert len(parts) == len(cases), done.stderr[-3000:]
+    assert parts[0].strip().endswith("=== exit 0"), parts[0]  # the load
+    for argv, part in zip(BAD_NAMES, parts[1:]):
+        said, _, code = part.rpartition("=== exit ")
+        lines = [line for line in said.splitlines() if line.strip()]
+        assert code.strip() == "1", (argv, said)
+        assert "at org.apache" not in said and "Traceback" not in said and "Exception" not in said, (argv, said)
+        assert not any(line.lstrip().startswith("{") for line in lines), (argv, said)  # a JSON log line
+        assert [line for line in lines if line.startswith("error")] == [lines[0]], (argv, said)
+        assert len(lines) <= 2 and all(line.startswith(("error:", "hint:")) for line in lines), (argv, said)
