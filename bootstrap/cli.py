@@ -193,7 +193,7 @@ def stage_options() -> argparse.ArgumentParser:
 
 def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     """Read, parse and check a program file (no Spark); a program that computes nothing
-    is reported as a warning, which `run` turns into exit code 1. `verbose` adds notes on
+    is reported as a warning: every command then exits 0 (`run` runs nothing), as Soufflé. `verbose` adds notes on
     what is accepted without effect (storage hints)."""
     from .checks import check_program, qualifier_notes
     from .parser import parse_file

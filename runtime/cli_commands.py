@@ -191,8 +191,8 @@ def cmd_run(args) -> int:
 
         raise UserError("--inputs DIR gives inputs over time: use it with --steps N (or evita simulate)")
     done = run_file(args, previews=True)
-    if done is None:  # the program computes nothing: already reported
-        return 1
+    if done is None:  # the program computes nothing: a warning, already shown; as Soufflé, not a failure
+        return 0
     program, dataflow, result, inputs, phases = done
     from ..bootstrap.dedalus_checks import is_dedalus
 
@@ -290,7 +290,7 @@ def run_file(args, spark=None, previews: bool = False):
     phases = Phases()
     with phases.phase("parse and check"):
         program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
-    if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
+    if empty_warning(program) is not None:  # already shown: there is nothing to run
         return None
     from ..bootstrap.strata import one_timestep
 
