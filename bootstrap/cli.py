@@ -113,6 +113,10 @@ def _escape(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evita", description="Evita: a declarative metacompiler for Datalog on Spark.")
+    from evita import _version
+
+    p.add_argument("--version", action="version", version=f"evita {_version()}",
+                   help="the installed version (the package metadata) and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
     common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")

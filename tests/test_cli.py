@@ -200,3 +200,21 @@ def test_query_previews_from_the_driver_select_what_spark_selects(spark):
               S.Atom("r", (S.Var("A"), S.Var("B"), S.Var("C")))):
         want = sorted(tuple(r) for r in query_frame(frame, q).collect())
         assert sorted(map(tuple, query_table(table, q).values.tolist())) == want, q
+
+
+def test_version_comes_from_the_package_metadata(capsys, tmp_path):
+    from importlib import metadata
+
+    import evita
+
+    installed = metadata.version("evita")
+    assert evita.__version__ == installed
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"evita {installed}"
+    # A checkout that is not installed: no metadata on the path, so pyproject.toml's version.
+    (tmp_path / "evita").symlink_to(REPO, target_is_directory=True)
+    got = subprocess.run([sys.executable, "-S", "-c", "import evita; print(evita.__version__)"], cwd=tmp_path,
+                         env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == f"{installed}+checkout"
