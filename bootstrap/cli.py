@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from .activity import doing
-from .diagnostics import EvitaError
+from .diagnostics import EvitaError, plural
 
 # Piped output gets a wide page instead of rich's 80 columns, so tables stay one row per row.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
@@ -189,7 +189,9 @@ def stage_options() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
     p.add_argument("--choose", action="append", default=[], metavar="GROUP=STAGE",
                    help="pick STAGE among the alternatives of GROUP")
-    p.add_argument("--max-iterations", type=int, default=1000, help="fixpoint iteration limit per stage")
+    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                   help="the most iterations any one fixpoint may take (default 1000): each recursive stratum of "
+                        "the program's run, and of each stage as it compiles")
     return p
 
 
@@ -249,7 +251,7 @@ def cmd_check(args) -> int:
     problems = check_io_params(program)
     if problems:
         raise EvitaError(problems, source=program.text, source_file=program.path)
-    out.print(f"{args.program}: ok ({len(program.rules)} rules, {len(program.facts)} facts)")
+    out.print(f"{args.program}: ok ({plural(len(program.rules), 'rule')}, {plural(len(program.facts), 'fact')})")
     return 0
 
 
@@ -644,7 +646,7 @@ def show(df, limit: int, title: str | None = None) -> None:
         t.add_row(*("" if v is None else str(v) for v in r))
     out.print(t)
     if len(rows) > limit:
-        out.print(f"(first {limit} rows; use --limit to see more)")
+        out.print(f"(first {plural(limit, 'row')}; use --limit to see more)")
 
 
 def _programs(spark) -> list:

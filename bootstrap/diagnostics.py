@@ -67,6 +67,17 @@ def _shown_line(line: str, col0: int) -> tuple:
     return head + _printable(cut) + tail, len(head) + len(_printable(line[start:col0]))
 
 
+def plural(n, word: str, many: str | None = None, fmt: str = "") -> str:
+    """`n` and the word in number: "1 row", "2 rows", "0 rows" (`many`: an irregular
+    plural; `fmt`: how `n` is written, e.g. "," for thousands). Every count a message
+    gives goes through here, so none says "1 columns".
+
+    >>> plural(1, "column"), plural(3, "column"), plural(1, "entry", "entries"), plural(12000, "tuple", fmt=",")
+    ('1 column', '3 columns', '1 entry', '12,000 tuples')
+    """
+    return f"{n:{fmt}} {word if n == 1 else many or word + 's'}"
+
+
 def _said(text: str, message: str) -> bool:
     """Whether the message already shows the offending text (a name, a character, a URL
     it quotes): then a line repeating it is noise.

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..bootstrap import syntax as S
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 
 log = logging.getLogger("evita")
 
@@ -374,14 +374,14 @@ def _conformed(spark, rel: str, value, storage):
         bad = [r for r in value if not isinstance(r, (list, tuple)) or len(r) != storage.arity]
         if bad:
             raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}]: row {bad[0]!r} is not a tuple of "
-                                         f"{storage.arity} values", API, rel, f"{rel} has columns "
+                                         f"{plural(storage.arity, 'value')}", API, rel, f"{rel} has columns "
                                          + ", ".join(storage.columns))])
         return facts_frame(spark, [tuple(r) for r in value], storage)
     if not isinstance(value, DataFrame):
         raise EvitaError([Diagnostic("bad-inputs", f"inputs[{rel!r}] is a {type(value).__name__}: give a Spark "
                                      "DataFrame, a list of tuples or a file path", API, rel)])
     if len(value.columns) != storage.arity:
-        raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}] has {len(value.columns)} columns "
+        raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}] has {plural(len(value.columns), 'column')} "
                                      f"({', '.join(value.columns)}); {rel} has {storage.arity} "
                                      f"({', '.join(storage.columns)})", API, rel,
                                      "columns are matched by position: select the ones the relation declares")])
