@@ -623,11 +623,14 @@ def cmd_stages(args) -> int:
 
 
 def _topological(names: list, before: dict) -> list:
-    """Display order only; which stage runs next is decided by the lattice's rules."""
+    """Display order only; which stage runs next is decided by the lattice's rules: a
+    stage once those it follows have run, the least by name first, and the planner last
+    (it waits for every other stage: stage_lattice.dl, rule n10)."""
     done, order = set(), []
     pending = sorted(names)
     while pending:
-        ready = [n for n in pending if set(before.get(n, [])) <= done | (set(before.get(n, [])) - set(names))]
+        ready = [n for n in pending if set(before.get(n, [])) <= done | (set(before.get(n, [])) - set(names))
+                 and (n != "planner" or pending == ["planner"])]
         nxt = ready[0] if ready else pending[0]
         order.append(nxt)
         done.add(nxt)

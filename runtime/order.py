@@ -54,10 +54,12 @@ def sorted_table(table):
     keys, columns = [], {}
     for i, col in enumerate(table.columns):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        columns[f"z{i}"] = pc.is_valid(col)  # nulls first (false before true), in any pyarrow
+        keys.append((f"z{i}", "ascending"))
         if pa.types.is_floating(col.type):  # NaN after every number
             columns[f"n{i}"] = pc.is_nan(col)
             keys.append((f"n{i}", "ascending"))
         columns[f"k{i}"] = col
         keys.append((f"k{i}", "ascending"))
-    order = pc.sort_indices(pa.table(columns), sort_keys=keys, null_placement="at_start")
+    order = pc.sort_indices(pa.table(columns), sort_keys=keys)
     return table.take(order)

@@ -218,3 +218,91 @@ def test_version_comes_from_the_package_metadata(capsys, tmp_path):
                          env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == f"{installed}+checkout"
+
+
+def test_stages_lists_the_planner_last_and_the_readme_gives_the_order_compile_runs(capsys):
+    import re
+
+    code, out, _ = run(capsys, "stages")
+    listed = [row[0] for row in table(out)]
+    order = lattice_order()  # what a compile runs, from the lattice's facts
+    assert code == 0 and listed[-1] == "planner"
+    assert [s for s in listed if s in order] == order  # the alternatives not picked (cascades) listed besides
+    readme = (REPO / "README.md").read_text()
+    line = next(text for text in readme.splitlines() if text.startswith("parse →"))
+    assert [re.sub(r"\(.*?\)", "", part).strip(" ;") for part in line.split("→")] == order + ["planner"]
+
+
+SORTED = """\
+.decl n(i: number, u: unsigned, f: float, s: symbol)
+n(10, 10, 10.5, "b"). n(2, 2, 2.5, "a"). n(-3, 100, -0.5, "c"). n(1, 9, 1000.0, "B").
+.decl by_i(i: number) .output by_i
+.decl by_u(u: unsigned) .output by_u
+.decl by_f(f: float) .output by_f
+.decl by_s(s: symbol) .output by_s
+by_i(i) :- n(i, _, _, _).
+by_u(u) :- n(_, u, _, _).
+by_f(f) :- n(_, _, f, _).
+by_s(s) :- n(_, _, _, s).
+"""
+
+
+def test_rows_sort_by_their_types_on_screen_and_in_files_on_both_paths(spark, capsys, tmp_path):
+    """Numbers (number, unsigned, float) numerically, symbols as text, as Soufflé orders
+    its output: 2 before 10, in the previews and in the -D files, in process and on Spark."""
+    program = tmp_path / "sorted.dl"
+    program.write_text(SORTED)
+    want = {"by_i": ["-3", "1", "2", "10"], "by_u": ["2", "9", "10", "100"],
+            "by_f": ["-0.5", "2.5", "10.5", "1000"], "by_s": ["B", "a", "b", "c"]}
+    for path, extra in (("here", []), ("spark", ["--spark"])):
+        code, out, err = run(capsys, "run", str(program), "-D", str(tmp_path / path), *extra)
+        assert code == 0, err
+        for rel, lines in want.items():
+            assert (tmp_path / path / f"{rel}.csv").read_text().splitlines() == lines, (path, rel)
+        shown = [row[0] for row in table(out)]  # the four tables, one after the other
+        assert shown == ["-3", "1", "2", "10", "2", "9", "10", "100", "-0.5", "2.5", "10.5", "1000.0",
+                         "B", "a", "b", "c"], path
+
+
+def test_one_sort_key_for_python_rows_and_arrow_tables():
+    import pyarrow as pa
+
+    from evita.runtime.order import row_key, sorted_table
+
+    rows = [(10, "b", 1.5), (2, "a", None), (None, "z", 0.0), (2, "B", float("nan")), (2, "B", -1.0), (-1, "é", 2.0)]
+    by_arrow = sorted_table(pa.table({"a": [r[0] for r in rows], "b": [r[1] for r in rows],
+                                      "c": [r[2] for r in rows]}))
+    got = list(zip(*(c.to_pylist() for c in by_arrow.columns)))
+    assert [repr(r) for r in got] == [repr(r) for r in sorted(rows, key=row_key)]
+    assert [r[0] for r in got] == [None, -1, 2, 2, 2, 10]
+
+
+def test_facts_are_read_from_the_current_directory_without_F(capsys, tmp_path, monkeypatch):
+    """As Soufflé's -F defaults to `.`: a file there is read, a missing one is a warning
+    (the relation holds the program's facts), a missing one under a -F DIR given an error."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(EXAMPLES / "tc.dl", tmp_path / "tc.dl")
+    code, out, err = run(capsys, "run", "tc.dl")
+    assert code == 0 and "path (0 rows)" in " ".join(out.split())
+    assert "warning[input-not-given]" in err and "no file edge.facts in the current directory" in err
+    shutil.copy(EXAMPLES / "tc" / "edge.facts", tmp_path / "edge.facts")
+    code, out, err = run(capsys, "run", "tc.dl", "-D", "out")
+    assert code == 0 and "path (48 rows)" in " ".join(out.split()) and "input-not-given" not in err
+    assert len((tmp_path / "out" / "path.csv").read_text().splitlines()) == 48
+    code, _, err = run(capsys, "run", "tc.dl", "-F", "nowhere")
+    assert code == 1 and "error[input-missing]" in err
+
+
+def test_query_headings_and_counts_read_as_words(capsys, tmp_path):
+    program = tmp_path / "q.olg"
+    program.write_text('materialize(link, infinity, infinity, keys(1, 2)).\n'
+                       'link("a", "b", 1).\nlink("a", "c", 2).\nquery link("a", "b", C).\n')
+    code, out, err = run(capsys, "run", str(program))
+    assert code == 0, err
+    assert table(out) == [["a", "b", "1"]] and '"a"' in out and '"b"' in out and "c0" not in out
+    assert "(1 row)" in out
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    (facts / "edge.facts").write_text("1\n")
+    code, _, err = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(facts))
+    assert code == 1 and "line has 1 column;" in err
