@@ -56,6 +56,18 @@ def test_odd_input_without_spark(capsys, name, command, rc, code, where):
     assert (got, f"[{code}]") == (rc, f"[{code}]") and f"[{code}]" in err, err
     assert str(BAD / where) in err, err
     assert "Traceback" not in err
+    assert all(c.isprintable() or c == "\n" for c in err), repr(err)  # a binary file's bytes come escaped
+
+
+def test_a_diagnostic_without_a_position_names_its_source_alone_and_repeats_nothing():
+    from evita.bootstrap.diagnostics import Diagnostic
+    from evita.bootstrap.syntax import Span
+
+    said = Diagnostic("bad-inputs", "inputs['n'] is a str: give a DataFrame", Span("<api>", 0, 0), "n").render()
+    assert said == "<api>: error[bad-inputs]: inputs['n'] is a str: give a DataFrame"  # no :0:0, no "offending text: n"
+    unsaid = Diagnostic("x", "cannot reach the master", Span("<command line>", 0, 0), "spark://h:7").render()
+    assert unsaid.splitlines()[1] == "  offending text: spark://h:7"  # the message does not show it: kept
+    assert str(Span("f.dl", 3, 0)) == "f.dl:3" and str(Span("f.dl", 3, 4)) == "f.dl:3:4"
 
 
 def test_the_error_cap_says_how_much_it_did_not_check(capsys):
