@@ -300,3 +300,16 @@ def test_query_headings_and_counts_read_as_words(capsys, tmp_path):
     (facts / "edge.facts").write_text("1\n")
     code, _, err = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(facts))
     assert code == 1 and "line has 1 column;" in err
+
+
+def test_run_help_reads_clearly(capsys):
+    """Inputs and outputs grouped, each flag saying what it is for; the older --inputs
+    spelling kept as an alias of --timed-inputs; --max-iterations not called per stage."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "inputs (--input REL=PATH takes the place" in text and "outputs (both may be given)" in text
+    assert "--timed-inputs DIR, --inputs DIR" in text and "with --steps only" in text
+    assert "default: the current directory" in text  # -F, as Soufflé's
+    assert "Soufflé's -D" in text and "every relation the run shows" in text
+    assert "per stage" not in text and "each recursive stratum of the program's run" in text
