@@ -136,7 +136,7 @@ class _Parser:
             inner = self.conditional()
             self.expect(")")
             return inner
-        if kind == "op" and value in "!~-+":
+        if kind == "op" and value in ("!", "~", "-", "+"):
             operand = self.unary()
             return {"!": lambda v: int(not v), "~": lambda v: _wrap(~v), "-": lambda v: _wrap(-v),
                     "+": lambda v: v}[value](operand)
@@ -175,8 +175,12 @@ def evaluate(text: str) -> int:
     it is not one, with the offset of the offending token."""
     parser = _Parser(text)
     if parser.peek()[0] == "end":
-        raise BadExpression("an empty expression", 0, "")
-    value = parser.conditional()
+        raise BadExpression("an empty expression", len(text.rstrip()), "")
+    try:
+        value = parser.conditional()
+    except RecursionError:  # hundreds of nested parentheses or unary operators
+        raise BadExpression("parentheses or unary operators nested too deeply", len(text) - len(text.lstrip()),
+                            text.strip()[:1]) from None
     kind, _, offset = parser.peek()
     if kind != "end":
         token = text[offset:].split()[0]

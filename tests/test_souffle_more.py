@@ -245,6 +245,8 @@ def test_if_has_no_power_operator_and_cannot_hang_the_compiler():
     assert errors("#if 9**9**9**9\nr(1).\n#endif\n") == [
         ("preprocessor", 1, 7, "#if 9**9**9**9: `*` where a number, a name or `(` should be (C has no power operator)")]
     assert errors("#if (1 << 62) * (1 << 62) * 99999999\nr(1).\n#endif\n") == []  # 64-bit, as C: no big numbers
+    deep = errors("#if " + "(" * 5000 + "1" + ")" * 5000 + "\n#endif\n")
+    assert [d[:3] for d in deep] == [("preprocessor", 1, 5)] and "nested too deeply" in deep[0][3]
     assert time.perf_counter() - started < 1
 
 
