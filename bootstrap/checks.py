@@ -15,7 +15,7 @@ import difflib
 from typing import Iterator
 
 from . import builtins
-from .diagnostics import Diagnostic, EvitaError
+from .diagnostics import Diagnostic, EvitaError, plural
 from .fact_types import check_fact_types
 from .types import check_types
 from .syntax import (
@@ -162,27 +162,27 @@ def check_arity(program: Program) -> Iterator[Diagnostic]:
     first_use: dict = {}
     for atom, role in _uses(program):
         arity, decl = declared.get(atom.relation, (None, None))
-        origin = f"declared with {arity} columns at {decl.span}" if arity is not None else None
+        origin = f"declared with {plural(arity, 'column')} at {decl.span}" if arity is not None else None
         if arity is None and atom.relation.startswith("sys::"):
             arity = _catalog_arity(atom.relation)
-            origin = f"the catalog table has {arity} columns (docs/catalog.md)" if arity is not None else None
+            origin = f"the catalog table has {plural(arity, 'column')} (docs/catalog.md)" if arity is not None else None
         if arity is None:
             if atom.relation not in first_use:
                 first_use[atom.relation] = atom
                 continue
             first = first_use[atom.relation]
-            arity, origin = first.arity, f"first used with {first.arity} arguments at {first.span}"
+            arity, origin = first.arity, f"first used with {plural(first.arity, 'argument')} at {first.span}"
         if atom.arity != arity:
-            yield Diagnostic("arity", f"{atom.relation} is used with {atom.arity} arguments but {origin}",
+            yield Diagnostic("arity", f"{atom.relation} is used with {plural(atom.arity, 'argument')} but {origin}",
                              atom.span, atom.relation,
-                             f"give {atom.relation} exactly {arity} arguments (use _ for columns you ignore)")
+                             f"give {atom.relation} exactly {plural(arity, 'argument')} (use _ for columns you ignore)")
     for s in program.statements:
         if isinstance(s, Materialize):
             arity = _arity_of(program, s.relation)
             for k in s.keys:
                 if arity is not None and not 0 <= k < arity:
                     yield Diagnostic("bad-key", f"materialize({s.relation}, ...) names key column {k + 1}, "
-                                     f"but {s.relation} has {arity} columns", s.span, s.relation,
+                                     f"but {s.relation} has {plural(arity, 'column')}", s.span, s.relation,
                                      f"keys(...) counts columns from 1 to {arity}")
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from .activity import doing
-from .diagnostics import EvitaError
+from .diagnostics import EvitaError, plural
 
 # Piped output gets a wide page instead of rich's 80 columns, so tables stay one row per row.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
@@ -137,6 +137,10 @@ def _escape(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evita", description="Evita: a declarative metacompiler for Datalog on Spark.")
+    from evita import _version
+
+    p.add_argument("--version", action="version", version=f"evita {_version()}",
+                   help="the installed version (the package metadata) and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")
     common.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
@@ -209,7 +213,9 @@ def stage_options() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
     p.add_argument("--choose", action="append", default=[], metavar="GROUP=STAGE",
                    help="pick STAGE among the alternatives of GROUP")
-    p.add_argument("--max-iterations", type=int, default=1000, help="fixpoint iteration limit per stage")
+    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                   help="the most iterations any one fixpoint may take (default 1000): each recursive stratum of "
+                        "the program's run, and of each stage as it compiles")
     return p
 
 
@@ -217,7 +223,7 @@ def stage_options() -> argparse.ArgumentParser:
 
 def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     """Read, parse and check a program file (no Spark); a program that computes nothing
-    is reported as a warning, which `run` turns into exit code 1. `verbose` adds notes on
+    is reported as a warning: every command then exits 0 (`run` runs nothing), as Soufflé. `verbose` adds notes on
     what is accepted without effect (storage hints)."""
     from .checks import check_program, qualifier_notes
     from .parser import parse_file
@@ -269,7 +275,7 @@ def cmd_check(args) -> int:
     problems = check_io_params(program)
     if problems:
         raise EvitaError(problems, source=program.text, source_file=program.path)
-    out.print(f"{args.program}: ok ({len(program.rules)} rules, {len(program.facts)} facts)")
+    out.print(f"{args.program}: ok ({plural(len(program.rules), 'rule')}, {plural(len(program.facts), 'fact')})")
     return 0
 
 
@@ -645,11 +651,14 @@ def cmd_stages(args) -> int:
 
 
 def _topological(names: list, before: dict) -> list:
-    """Display order only; which stage runs next is decided by the lattice's rules."""
+    """Display order only; which stage runs next is decided by the lattice's rules: a
+    stage once those it follows have run, the least by name first, and the planner last
+    (it waits for every other stage: stage_lattice.dl, rule n10)."""
     done, order = set(), []
     pending = sorted(names)
     while pending:
-        ready = [n for n in pending if set(before.get(n, [])) <= done | (set(before.get(n, [])) - set(names))]
+        ready = [n for n in pending if set(before.get(n, [])) <= done | (set(before.get(n, [])) - set(names))
+                 and (n != "planner" or pending == ["planner"])]
         nxt = ready[0] if ready else pending[0]
         order.append(nxt)
         done.add(nxt)
@@ -668,7 +677,7 @@ def show(df, limit: int, title: str | None = None) -> None:
         t.add_row(*("" if v is None else str(v) for v in r))
     out.print(t)
     if len(rows) > limit:
-        out.print(f"(first {limit} rows; use --limit to see more)")
+        out.print(f"(first {plural(limit, 'row')}; use --limit to see more)")
 
 
 def _programs(spark) -> list:

@@ -35,11 +35,13 @@ class Diagnostic:
                     else _line_of(source, self.span.line))
         if src_line is not None:
             gutter = f"{self.span.line:>4}"
-            lines.append(f"{gutter} | {src_line}")
-            width = max(1, len(self.text)) if self.text and self.span.end_line in (0, self.span.line) else 1
-            lines.append(f"{' ' * len(gutter)} | {' ' * (max(self.span.col, 1) - 1)}{'^' * width}")
-        elif self.text:
-            lines.append(f"  offending text: {self.text}")
+            shown, before = _shown_line(src_line, max(self.span.col, 1) - 1)
+            lines.append(f"{gutter} | {shown}")
+            width = max(1, len(_printable(self.text))) if self.text and self.span.end_line in (0, self.span.line) \
+                else 1
+            lines.append(f"{' ' * len(gutter)} | {' ' * before}{'^' * width}")
+        elif self.text and not _said(self.text, self.message):
+            lines.append(f"  offending text: {_printable(self.text)}")
         if self.hint:
             lines.append(f"  hint: {self.hint}")
         return "\n".join(lines)
@@ -47,6 +49,56 @@ class Diagnostic:
     def sort_key(self):
         # A note remarks on the errors (how many were left unchecked): it comes last.
         return (self.severity == "note", self.span.file, self.span.line, self.span.col, self.code)
+
+
+LINE_SHOWN = 120  # characters of a longer source line shown around the column
+
+
+def _shown_line(line: str, col0: int) -> tuple:
+    """(the line as printed, the printed width before column `col0`, 0-based): control
+    characters escaped (`_printable`), a long line cut to a window around the column.
+
+    >>> _shown_line("a\\x00b", 2)
+    ('a\\\\x00b', 5)
+    """
+    start = max(0, min(col0 - LINE_SHOWN // 2, len(line) - LINE_SHOWN))
+    cut = line[start:start + LINE_SHOWN]
+    head, tail = ("..." if start > 0 else ""), ("..." if start + LINE_SHOWN < len(line) else "")
+    return head + _printable(cut) + tail, len(head) + len(_printable(line[start:col0]))
+
+
+def plural(n, word: str, many: str | None = None, fmt: str = "") -> str:
+    """`n` and the word in number: "1 row", "2 rows", "0 rows" (`many`: an irregular
+    plural; `fmt`: how `n` is written, e.g. "," for thousands). Every count a message
+    gives goes through here, so none says "1 columns".
+
+    >>> plural(1, "column"), plural(3, "column"), plural(1, "entry", "entries"), plural(12000, "tuple", fmt=",")
+    ('1 column', '3 columns', '1 entry', '12,000 tuples')
+    """
+    return f"{n:{fmt}} {word if n == 1 else many or word + 's'}"
+
+
+def _said(text: str, message: str) -> bool:
+    """Whether the message already shows the offending text (a name, a character, a URL
+    it quotes): then a line repeating it is noise.
+
+    >>> _said("n", "variable n in the head is not bound"), _said("n", "no rule binds x")
+    (True, False)
+    """
+    import re
+
+    return re.search(rf"(?<![\w]){re.escape(text.strip())}(?![\w])", message) is not None if text.strip() else True
+
+
+def _printable(text: str) -> str:
+    """Text as it can go to a terminal: control characters and bytes that were not text
+    (a binary file read as text) escaped, never sent raw.
+
+    >>> _printable("ok\\x1b[2J\\x00\\ufffd")
+    'ok\\\\x1b[2J\\\\x00\\\\ufffd'
+    """
+    return "".join(c if c.isprintable() and c != "\ufffd" else c.encode("unicode_escape").decode("ascii")
+                    for c in text)
 
 
 def _line_of(source: str | None, line: int) -> str | None:

@@ -29,7 +29,7 @@ from typing import Optional
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, VisitError
 
-from .diagnostics import Diagnostic, EvitaError
+from .diagnostics import Diagnostic, EvitaError, plural
 from .folding import FoldError, fold
 from .components import expand_components
 from .dedalus_checks import _term_calls, tick_in_fact
@@ -230,7 +230,7 @@ def _stopped_note(text: str, path: str, offset: int) -> Diagnostic:
     like a file with exactly 20 mistakes."""
     line = text.count("\n", 0, offset) + 1
     rest = text.count("\n", offset) + (0 if text.endswith("\n") else 1)
-    return Diagnostic("error-limit", f"stopped after {_MAX_SYNTAX_ERRORS} errors; {rest} more lines not checked",
+    return Diagnostic("error-limit", f"stopped after {_MAX_SYNTAX_ERRORS} errors; {plural(rest, 'more line')} not checked",
                       Span(path, line, 1), "", "fix the errors above and run again", severity="note")
 
 

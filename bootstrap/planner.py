@@ -32,7 +32,7 @@ from ..runtime.dataflow import (
 from ..runtime.inputs import size_limits
 from . import strata as G
 from . import syntax as S
-from .diagnostics import Diagnostic, EvitaError
+from .diagnostics import Diagnostic, EvitaError, plural
 from .division import whole_divisions
 from .ranges import is_range
 from .types import TypeSystem
@@ -128,8 +128,8 @@ class _Planner:
 
         def see(name, n, span, text):
             if name in arity and arity[name] != n:
-                self.fail("arity", f"relation {name} is used with {n} arguments here but {arity[name]} "
-                          f"at {where[name]}", span, text, f"give every use of {name} {arity[name]} arguments")
+                self.fail("arity", f"relation {name} is used with {plural(n, 'argument')} here but {arity[name]} "
+                          f"at {where[name]}", span, text, f"give every use of {name} {plural(arity[name], 'argument')}")
             arity.setdefault(name, n)
             where.setdefault(name, span)
 

@@ -10,8 +10,9 @@
 The line count never changes: a directive line, a line of a group left out and a
 `\\`-continued line become empty lines, so every position the parser reports is the
 line of the original file (a column after an expanded macro counts the expanded text).
-`#if` takes C's integer expressions: numbers, `defined(NAME)`, macros, `! && || == != <
-<= > >= + - * / %` and parentheses; a name no macro defines is 0, as in C.
+`#if` takes C's integer expressions (bootstrap/if_expr.py, a parser, never Python's
+`eval`): numbers, `defined(NAME)`, macros, `! ~ - * / % + - << >> < <= > >= == != & ^ |
+&& || ?:` and parentheses; a name no macro defines is 0, as in C.
 
 >>> pre = preprocess('#define N 3\\n#ifdef N\\nr(N). s("N").\\n#else\\nr(0).\\n#endif\\n', "p.dl")
 >>> pre.text.splitlines()
@@ -175,14 +176,27 @@ class _Preprocessor:
                            f"write #{word} NAME")
                 return False
             return (name in self.macros) == (word == "ifdef")
-        value = _evaluate(self.expand(_defined(rest, self.macros), number, col))
-        if value is None:
+        from .if_expr import BadExpression, evaluate
+
+        written = rest.strip()
+        expanded = self.expand(_defined(rest, self.macros), number, col)
+        try:
+            return evaluate(_strip_comment(expanded)) != 0
+        except BadExpression as e:
             line = self.text.split("\n")[number - 1]
-            at = line.find(rest.strip(), col) + 1 if rest.strip() else col
-            self.error(f"#if {rest.strip()} is not an integer expression", number, at or col, rest.strip(),
-                       "write #if 0, #if 1, #if defined(NAME), or a comparison of numbers and macros")
+            start = line.find(written, col) if written else -1
+            if start < 0:  # not found as written (a continued line): the directive itself
+                start, token = col - 1, "#" + word
+            elif expanded.strip() == written:  # no macro changed it: the offset is in the line
+                start, token = start - (len(rest) - len(rest.lstrip())) + e.offset, e.token
+            else:  # macros changed it: the expression as written, and what it became
+                token = written
+            shown = f"#{word} {written}" + (f" (after macros: {expanded.strip()})" if expanded.strip() != written
+                                             else "")
+            self.error(f"{shown}: {e}", number, start + 1, token,
+                       "#if takes C's integer expressions: numbers, defined(NAME), ! ~ - * / % + - << >> "
+                       "< <= > >= == != & ^ | && || ?: and parentheses")
             return False
-        return value != 0
 
     def define(self, rest: str, number: int, col: int):
         m = re.match(r"[ \t]*([A-Za-z_]\w*)(\(([^)]*)\))?", rest)
@@ -333,19 +347,3 @@ def _substitute(body: str, values: dict) -> str:
 def _defined(text: str, macros: dict) -> str:
     return re.sub(r"\bdefined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))",
                   lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0", text)
-
-
-def _evaluate(text: str) -> Optional[int]:
-    """C's integer expression: names left after expansion are 0. None when it is not one."""
-    text = re.sub(r"\b0[xX]([0-9a-fA-F]+)[uUlL]*|\b([0-9]+)[uUlL]*|[A-Za-z_]\w*",
-                  lambda m: str(int(m.group(1), 16) if m.group(1) else int(m.group(2)) if m.group(2) else 0),
-                  _strip_comment(text))
-    if not text.strip() or not re.fullmatch(r"[0-9\s()+\-*/%<>=!&|]*", text):
-        return None
-    text = text.replace("&&", " and ").replace("||", " or ").replace("/", "//")
-    text = re.sub(r"!(?!=)", " not ", text)
-    try:
-        value = eval(text, {"__builtins__": {}}, {})  # digits and operators only, checked above
-    except Exception:
-        return None
-    return int(value)

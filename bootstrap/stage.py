@@ -22,7 +22,7 @@ from evita.catalog import schema
 from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
-from .diagnostics import Diagnostic, EvitaError
+from .diagnostics import Diagnostic, EvitaError, plural
 
 _log = logging.getLogger("evita")
 
@@ -617,8 +617,9 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
             st, sizes = answer.limit
             growing = {n: v for n, v in sizes.items() if v}
             rule = next((r for r in st.delta_rules if r.head in growing), None)
-            raise StageFailure(origin, f"stratum {st.index} did not reach a fixpoint within {max_iterations} "
-                               "iterations: " + ", ".join(f"{n} still gains {v} tuples" for n, v in growing.items()),
+            raise StageFailure(origin, f"stratum {st.index} did not reach a fixpoint within "
+                               f"{plural(max_iterations, 'iteration')}: "
+                               + ", ".join(f"{n} still gains {plural(v, 'tuple')}" for n, v in growing.items()),
                                rule.rule if rule else None,
                                "a rule may build ever new values; bound it, or raise the limit with --max-iterations")
         stats = [IterationStats(index, iterations, 0, sizes, 0.0, mode="onerow")

@@ -22,7 +22,11 @@ class Span:
     end_col: int = 0
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+        # A diagnostic with no place in a text (a missing file, the API's call, the command
+        # line) names just its source: `nosuch.dl`, `<api>`, never `nosuch.dl:0:0`.
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}" if self.col > 0 else f"{self.file}:{self.line}"
 
 
 NOWHERE = Span("<generated>", 0, 0)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..bootstrap import syntax as S
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 
 log = logging.getLogger("evita")
 
@@ -381,12 +381,12 @@ def _conformed(spark, rel: str, value, storage):
         bad = [r for r in value if not isinstance(r, (list, tuple)) or len(r) != storage.arity]
         if bad:
             raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}]: row {bad[0]!r} is not a tuple of "
-                                         f"{storage.arity} values", API, rel, f"{rel} has columns "
+                                         f"{plural(storage.arity, 'value')}", API, rel, f"{rel} has columns "
                                          + ", ".join(storage.columns))])
         return facts_frame(spark, [tuple(r) for r in value], storage)
     value = _spark_frame(spark, rel, value)
     if len(value.columns) != storage.arity:
-        raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}] has {len(value.columns)} columns "
+        raise EvitaError([Diagnostic("input-arity", f"inputs[{rel!r}] has {plural(len(value.columns), 'column')} "
                                      f"({', '.join(value.columns)}); {rel} has {storage.arity} "
                                      f"({', '.join(storage.columns)})", API, rel,
                                      "columns are matched by position: select the ones the relation declares")])

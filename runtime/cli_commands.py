@@ -2,7 +2,7 @@
 `bootstrap/cli.py`.
 
     evita plan PROGRAM [--json]
-    evita run PROGRAM [--input REL=PATH ...] [-F DIR] [-D DIR] [--output DIR]
+    evita run PROGRAM [-F DIR] [--input REL=PATH ...] [-D DIR] [--output DIR]
                       [--format csv|parquet] [--master M] [--stats] [--max-iterations N]
     evita analyze PROGRAM [--input REL=PATH ...] [-F DIR]
     evita test-suite DIR [--construct NAME] [-v]   (runtime/conformance.py)
@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Optional
 
+from ..bootstrap.diagnostics import plural
+
 PREVIEW_ROWS = 50
 
 
@@ -34,17 +36,28 @@ def add_arguments(subparsers, common=None) -> None:
                         "run --steps evaluate; docs/dedalus.md)")
     c.set_defaults(func=cmd_plan)
 
-    c = subparsers.add_parser("run", parents=parents, help="run a program on Spark")
+    c = subparsers.add_parser("run", parents=parents, help="run a program (in this process when small, else on "
+                              "Spark)")
     c.add_argument("program", help="program file (.olg or .dl)")
-    c.add_argument("--input", action="append", default=[], metavar="REL=PATH",
-                   help="read relation REL from a CSV, TSV (.tsv/.facts) or Parquet file; repeatable")
-    c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
-                   help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
-    c.add_argument("-D", "--output-dir", dest="souffle_out", metavar="DIR",
-                   help="Soufflé style: write each .output directive to DIR/REL.csv (tab-separated), "
-                        "or as its filename=, delimiter= and headers= say")
-    c.add_argument("--output", metavar="DIR", help="write the shown relations to DIR/REL.csv or DIR/REL.parquet")
-    c.add_argument("--format", choices=("csv", "parquet"), default="csv", help="format for --output")
+    given = c.add_argument_group("inputs (--input REL=PATH takes the place of REL's file under -F)")
+    given.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
+                       help="Soufflé's -F: each .input relation from DIR/REL.facts (tab-separated), or as its "
+                            "filename=, delimiter= and headers= say (default: the current directory, as Soufflé; "
+                            "a file missing there is a warning, one missing from a DIR given is an error)")
+    given.add_argument("--input", action="append", default=[], metavar="REL=PATH",
+                       help="one relation from one file: CSV, TSV (.tsv/.facts) or Parquet; repeatable")
+    given.add_argument("--timed-inputs", "--inputs", dest="inputs", metavar="DIR",
+                       help="with --steps only: inputs over time, DIR/REL.csv rows STEP,col1,col2,... "
+                            "(as evita simulate; --inputs is the older spelling)")
+    written = c.add_argument_group("outputs (both may be given)")
+    written.add_argument("-D", "--output-dir", dest="souffle_out", metavar="DIR",
+                         help="Soufflé's -D: each .output relation to DIR/REL.csv, tab-separated and sorted, or as "
+                              "its filename=, delimiter= and headers= say")
+    written.add_argument("--output", metavar="DIR",
+                         help="every relation the run shows (its .output relations, else its query answers, else "
+                              "every derived relation) to DIR/REL.csv, comma-separated, or DIR/REL.parquet: see "
+                              "--format")
+    written.add_argument("--format", choices=("csv", "parquet"), default="csv", help="the format of --output")
     if common is None:
         c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
     c.add_argument("--stats", action="store_true", help="print Spark actions per stratum iteration")
@@ -53,8 +66,6 @@ def add_arguments(subparsers, common=None) -> None:
                         "instead of stopping with an error")
     c.add_argument("--steps", type=int, metavar="N",
                    help="Dedalus time on Spark: run up to N timesteps as supersteps (messages take one step)")
-    c.add_argument("--inputs", metavar="DIR",
-                   help="with --steps: inputs over time, DIR/REL.csv rows STEP,col1,col2,... (as evita simulate)")
     c.add_argument("--no-local", action="store_true",
                    help="run every stratum on Spark's SQL path, recursive ones in the distributed loop: "
                         "no fixpoints inside tasks or on the driver (for comparison)")
@@ -69,7 +80,8 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--input", action="append", default=[], metavar="REL=PATH",
                    help="read relation REL from a CSV, TSV (.tsv/.facts) or Parquet file; repeatable")
     c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
-                   help="Soufflé style: read DIR/REL.facts (tab-separated) for each .input relation")
+                   help="Soufflé's -F: each .input relation from DIR/REL.facts (tab-separated), or as its "
+                        "filename=, delimiter= and headers= say (default: the current directory, as Soufflé)")
     if common is None:
         c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
         c.add_argument("--warehouse", help="catalog warehouse directory")
@@ -189,10 +201,11 @@ def cmd_run(args) -> int:
     if args.inputs:
         from ..bootstrap.cli import UserError
 
-        raise UserError("--inputs DIR gives inputs over time: use it with --steps N (or evita simulate)")
+        raise UserError("--timed-inputs DIR gives inputs over time: use it with --steps N (or evita simulate); "
+                        "-F DIR or --input REL=PATH give the inputs of a run")
     done = run_file(args, previews=True)
-    if done is None:  # the program computes nothing: already reported
-        return 1
+    if done is None:  # the program computes nothing: a warning, already shown; as Soufflé, not a failure
+        return 0
     program, dataflow, result, inputs, phases = done
     from ..bootstrap.dedalus_checks import is_dedalus
 
@@ -207,7 +220,7 @@ def cmd_run(args) -> int:
     columns = {name: list(dataflow.relations[name].columns) for name in shown}
     for q in dataflow.queries:
         key = f"query {_atom_text(q)}"
-        columns[key] = [n or c for n, c in zip(_query_selection(q)[2], dataflow.relations[q.relation].columns)]
+        columns[key] = query_headers(q, dataflow.relations[q.relation].columns)
         if q.relation in held:
             held[key], frames[key] = query_table(held[q.relation], q), None
         else:
@@ -226,7 +239,7 @@ def cmd_run(args) -> int:
         if traffic:
             console.print("tuples per location (shipped by localized rules; set semantics):\n" + traffic)
         for rel, n in sorted(inputs.skipped.items()):
-            console.print(f"input {rel}: {n} rows skipped (--lenient)")
+            console.print(f"input {rel}: {plural(n, 'row')} skipped (--lenient)")
         console.print(phases.text())
     return 0
 
@@ -242,7 +255,8 @@ def cmd_run_steps(args, console) -> int:
     if args.steps < 1:
         raise UserError(f"--steps {args.steps}: give at least 1 timestep")
     if args.input or args.facts_dir:
-        raise UserError("with --steps, inputs arrive over time: give them with --inputs DIR (rows STEP,col1,...)")
+        raise UserError("with --steps, inputs arrive over time: give them with --timed-inputs DIR "
+                        "(rows STEP,col1,...)")
     spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
     timed = compile_timed(args.program, spark, skip=args.skip, stage_paths=args.stage_path, only=args.only,
                           choose=args.choose)
@@ -252,12 +266,12 @@ def cmd_run_steps(args, console) -> int:
     if args.stats:
         for s in run.supersteps:
             console.print(f"superstep {s.step}: {s.seconds:.2f} s, {s.actions} Spark actions, "
-                          f"{s.changed} tuples changed, {s.sent} messages")
+                          f"{plural(s.changed, 'tuple')} changed, {plural(s.sent, 'message')}")
     quiet = run.quiesced[0]
     console.print(f"{len(run.supersteps)} supersteps in {run.seconds:.1f} s, "
                   f"{sum(s.actions for s in run.supersteps)} Spark actions; "
                   + (f"quiesced at step {quiet}" if quiet is not None else
-                     f"[yellow]did not quiesce within {args.steps} steps[/]: messages were still in flight or the "
+                     f"[yellow]did not quiesce within {plural(args.steps, 'step')}[/]: messages were still in flight or the "
                      "state still changed; raise --steps"))
     if args.output:
         from .simulate_cli import write_trace
@@ -281,7 +295,7 @@ def run_file(args, spark=None, previews: bool = False):
     from ..bootstrap.source import empty_warning
     from .api import StageOptions, compile_checked
     from .here import NotHere, why_not_here
-    from .inputs import not_given, output_files, resolve_inputs
+    from .inputs import facts_dir_of, not_given, output_files, resolve_inputs
     from .io import Inputs, gather_inputs, write_text_outputs
     from .phases import Phases
     from .session import spark_session
@@ -290,7 +304,7 @@ def run_file(args, spark=None, previews: bool = False):
     phases = Phases()
     with phases.phase("parse and check"):
         program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
-    if empty_warning(program) is not None:  # already shown: nothing to run is a mistake
+    if empty_warning(program) is not None:  # already shown: there is nothing to run
         return None
     from ..bootstrap.strata import one_timestep
 
@@ -298,12 +312,13 @@ def run_file(args, spark=None, previews: bool = False):
         e = EvitaError(one_timestep(program), program.text, args.program)
         e.outcome = "the program did not run"
         raise e
-    files = resolve_inputs(program, args.input, args.facts_dir)  # missing files: before Spark starts
+    facts_dir, asked = facts_dir_of(args)  # -F, else the current directory (Soufflé's -F .)
+    files = resolve_inputs(program, args.input, facts_dir, missing_ok=not asked)  # missing files: before Spark
     if args.souffle_out:
         from ..bootstrap import outcome
 
         outcome.expect_outputs(args.souffle_out)  # an error then says which files were written
-    for warning in not_given(program, files):
+    for warning in not_given(program, files, None if asked else facts_dir):
         report_warning(warning)
     if spark is None and why_not_here(args) is None:
         try:
@@ -400,14 +415,15 @@ def cmd_analyze(args) -> int:
     from ..bootstrap.activity import doing
     from ..bootstrap.cli import parse_and_check, report_warning
     from ..bootstrap.planner import plan
-    from .inputs import not_given, resolve_inputs
+    from .inputs import facts_dir_of, not_given, resolve_inputs
     from .io import gather_inputs
     from .session import spark_session
     from .statistics import DISTINCT_RSD, measure, store
 
     program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
-    files = resolve_inputs(program, args.input, args.facts_dir)
-    for warning in not_given(program, files):
+    facts_dir, asked = facts_dir_of(args)
+    files = resolve_inputs(program, args.input, facts_dir, missing_ok=not asked)
+    for warning in not_given(program, files, None if asked else facts_dir):
         report_warning(warning)
     if not files:
         print(f"{args.program}: no inputs to measure: give -F DIR or --input REL=PATH", file=sys.stderr)
@@ -475,6 +491,22 @@ def _query_selection(atom) -> tuple:
     return equal, fixed, names
 
 
+def query_headers(atom, declared: tuple) -> list:
+    """The column headings of a query's answers: a variable's name; for a constant (or a
+    repeated variable, a wildcard), the relation's declared column name, or, when the
+    relation has none (`materialize`, `define`: columns c0, c1, ... inside), the argument
+    as the query wrote it, never the internal `c0`.
+
+    >>> from evita.bootstrap import syntax as S
+    >>> q = S.Atom("path", (S.Const("node1", S.STRING), S.Var("Y"), S.Wildcard()))
+    >>> query_headers(q, ("c0", "c1", "c2")), query_headers(q, ("src", "dst", "cost"))
+    (['"node1"', 'Y', '_'], ['src', 'Y', 'cost'])
+    """
+    names = _query_selection(atom)[2]
+    return [name or (column if column != f"c{i}" else _atom_text(arg))
+            for i, (name, column, arg) in enumerate(zip(names, declared, atom.args))]
+
+
 def query_frame(df, atom):
     """Tuples of `df` matching a query atom: its constants and repeated variables; the
     answer's columns named after the query's variables where it has them."""
@@ -516,6 +548,8 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
     from rich.table import Table
     from rich.text import Text
 
+    from .order import row_key
+
     if not frames:
         return
     names = list(frames)
@@ -542,11 +576,12 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
             rows[names[r["r"]]].append(list(json.loads(r["t"])[0].values()))
     for name in names:
         got = rows[name]
-        table = Table(title=Text(f"{name}" + (f" (first {limit} rows)" if len(got) > limit else f" ({len(got)} rows)")),
+        table = Table(title=Text(f"{name}" + (f" (first {plural(limit, 'row')})" if len(got) > limit
+                                              else f" ({plural(len(got), 'row')})")),
                       min_width=len(name) + 12)
         for c in (columns or {}).get(name) or frames[name].columns:
             table.add_column(c)
-        for r in sorted(got[:limit], key=lambda r: [str(x) for x in r]):
+        for r in sorted(got[:limit], key=row_key):  # by the columns' types: 2 before 10
             table.add_row(*[Text(_cell(v)) for v in r])
         console.print(table)
 

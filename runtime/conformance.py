@@ -149,7 +149,7 @@ def run_case(spark, case: Case, out_dir: Path, verbose: bool = False) -> tuple:
             return f"crashed: {describe_failure(e)}", {}
     if verbose and captured.get().strip():
         err.print(captured.get(), markup=False, end="")
-    if done is None and not found:  # the program computes nothing: a warning, and `evita run` exits 1
+    if done is None and not found:  # the program computes nothing: a warning (and `evita run` exits 0)
         from ..bootstrap.parser import parse_file
 
         w = empty_warning(parse_file(args.program))

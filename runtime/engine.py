@@ -41,7 +41,7 @@ from typing import Optional
 
 from ..bootstrap import syntax as S
 from ..bootstrap.activity import doing
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 from . import columnar, progress, semantics
 from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
 from .io import plain as _plain
@@ -122,8 +122,9 @@ class Result:
 
 
 def _sort_key(row):
-    return tuple((type(x).__name__, repr(x)) if not isinstance(x, (int, float)) or isinstance(x, bool)
-                 else ("0num", x) for x in row)
+    from .order import row_key
+
+    return row_key(row)  # the order the CLI shows and writes rows in
 
 
 @dataclass(frozen=True)
@@ -380,7 +381,7 @@ class _Engine:
                     tables[name] = self.driver_table(name, seeds, st.recursive, keep=False)
             rows = sum(len(t) for t in tables.values())
             if rows > self.small_rows:
-                return self.not_small(st, f"its inputs hold {rows} rows (more than {self.small_rows})")
+                return self.not_small(st, f"its inputs hold {plural(rows, 'row')} (more than {self.small_rows})")
             report = (lambda i, sizes: progress.iteration(i, sizes, "small")) if self.reports(st) else None
             out = columnar.run_stratum(st, self.df.relations, tables, max_iterations=self.max_iterations,
                                        on_iteration=report)
@@ -484,8 +485,8 @@ class _Engine:
                 given = self.inputs[name]
                 arity = given.arity if isinstance(given, SqlInput) else len(given.columns)
                 if arity != s.arity:
-                    raise EvitaError([Diagnostic("arity", f"input for {name} has {arity} columns, "
-                                                 f"the program uses {s.arity}", S.NOWHERE, name)])
+                    raise EvitaError([Diagnostic("arity", f"input for {name} has "
+                                                 f"{plural(arity, 'column')}, the program uses {s.arity}", S.NOWHERE, name)])
                 parts.append(self.input_part(given, s))
             if self.small_rows and name not in self.inputs and len(facts.get(name, ())) <= self.small_rows:
                 from .io import facts_table

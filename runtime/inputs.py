@@ -159,20 +159,23 @@ def printsize_relations(program: S.Program) -> list:
     return names
 
 
-def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = None) -> dict:
+DEFAULT_FACTS_DIR = "."  # Soufflé's `-F .`: without -F, facts are read from the current directory
+
+
+def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = None, *,
+                   missing_ok: bool = False) -> dict:
     """relation -> InputFile for every relation that is read from a file. Raises one
-    EvitaError with every missing file and bad option at once."""
+    EvitaError with every missing file and bad option at once. `missing_ok`: a file
+    an `.input` directive names that is not in `facts_dir` is left out (the directory
+    was not asked for: the default one, see `facts_dir_of`), `not_given` warns of it."""
     problems = check_io_params(program)
     directives = input_directives(program)
     files: dict = {}
     if facts_dir:
         for key, d in all_input_directives(program):
-            rel, params = d.relation, dict(d.params)
-            path = joined(facts_dir, str(params.get("filename", f"{rel}.facts")))
-            quoted = str(params.get("rfc4180")) == "true"
-            files[key] = InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
-                                   _at_relation(program, d), headers=str(params.get("headers")) == "true",
-                                   quoted=quoted)
+            f = _directive_file(program, d, facts_dir)
+            if not (missing_ok and not Loc.of(f.path).exists()):
+                files[key] = f
     known = _relations(program)
     for text in options:
         rel, path = parse_input_option(text)
@@ -190,6 +193,23 @@ def resolve_inputs(program: S.Program, options=(), facts_dir: Optional[str] = No
     return files
 
 
+def facts_dir_of(args) -> tuple:
+    """(the directory `.input` files are read from, whether it was asked for): `-F DIR`,
+    else the current directory, as Soufflé's `-F` defaults to `.`."""
+    given = getattr(args, "facts_dir", None)
+    return (given, True) if given else (DEFAULT_FACTS_DIR, False)
+
+
+def _directive_file(program: S.Program, d: S.IODirective, facts_dir: str) -> "InputFile":
+    """The file an `.input` directive reads under `facts_dir`: its filename= (default
+    REL.facts), delimiter=, headers= and rfc4180=."""
+    rel, params = d.relation, dict(d.params)
+    path = joined(facts_dir, str(params.get("filename", f"{rel}.facts")))
+    quoted = str(params.get("rfc4180")) == "true"
+    return InputFile(rel, str(path), _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
+                     _at_relation(program, d), headers=str(params.get("headers")) == "true", quoted=quoted)
+
+
 def missing_files(files: dict) -> list:
     """An input-missing diagnostic for every file that is not there, at what asked for it."""
     return [Diagnostic("input-missing", f"{'--input' if f.option else '.input'} {f.relation}: no file {f.path}",
@@ -197,12 +217,21 @@ def missing_files(files: dict) -> list:
             for f in files.values() if not Loc.of(f.path).exists()]
 
 
-def not_given(program: S.Program, files: dict) -> list:
+def not_given(program: S.Program, files: dict, default_dir: Optional[str] = None) -> list:
     """Warnings for `.input` relations no file was given for: they hold only the
-    program's own facts, which is rarely what was meant."""
-    return [Diagnostic("input-not-given", f".input {rel}: no file given, so {rel} holds only the program's facts",
-                       _at_relation(program, d), rel, f"give -F DIR (reads DIR/{rel}.facts) or --input {rel}=PATH", severity="warning")
-            for rel, d in input_directives(program).items() if rel not in files]
+    program's own facts, which is rarely what was meant. `default_dir`: the directory
+    looked in without -F (the current one), named in the warning."""
+    def warning(rel, d):
+        path = _directive_file(program, d, default_dir).path if default_dir else None
+        where = (f"no file {path} in the current directory (where facts are read from without -F, as in Soufflé)"
+                 if path else "no file given")
+        return Diagnostic("input-not-given", f".input {rel}: {where}, so {rel} holds only the program's facts",
+                          _at_relation(program, d), rel,
+                          (f"put {path} here, give " if path else "give ")
+                          + f"-F DIR (reads DIR/{rel}.facts) or --input {rel}=PATH", severity="warning")
+
+    return [warning(rel, d) for rel, d in input_directives(program).items()
+            if not any(f.relation == rel for f in files.values())]
 
 
 def _relations(program: S.Program) -> set:

@@ -278,13 +278,14 @@ def souffle_float(v: float) -> str:
 
 
 def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
-    """The rows of an Arrow table as text lines, sorted: null as "", booleans as
+    """The rows of an Arrow table as text lines, sorted by the columns' types (runtime/order.py:
+    numbers numerically, nulls first), then formatted: null as "", booleans as
     true/false, numbers as Python prints them, or floats as Soufflé does (`souffle_floats`).
     (`csv_text` gives them as an Arrow array.)
 
     >>> import pyarrow as pa
     >>> csv_lines(pa.table({"a": [2, None, 10], "b": [1.5, 2.0, None], "c": [True, False, None]}), ",")
-    [',2.0,false', '10,,', '2,1.5,true']
+    [',2.0,false', '2,1.5,true', '10,,']
     """
     return csv_text(table, sep, souffle_floats).to_pylist()
 
@@ -294,6 +295,9 @@ def csv_text(table, sep: str, souffle_floats: bool = False):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .order import sorted_table
+
+    table = sorted_table(table)  # by the columns' types (numbers numerically), before they become text
     columns = []
     for col in table.columns:
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -310,9 +314,7 @@ def csv_text(table, sep: str, souffle_floats: bool = False):
         columns.append(pc.fill_null(text, ""))
     if not columns:
         return pa.array([""] * table.num_rows, pa.string())
-    texts = pa.table({f"t{i}": c for i, c in enumerate(columns)})
-    texts = texts.sort_by([(name, "ascending") for name in texts.column_names])
-    return pc.binary_join_element_wise(*texts.columns, sep) if len(columns) > 1 else texts.column(0)
+    return pc.binary_join_element_wise(*columns, sep) if len(columns) > 1 else columns[0]
 
 
 def _text(v) -> str:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..bootstrap import syntax as S
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 from .dataflow import Storage, Stratum
 
 
@@ -243,8 +243,8 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
     while any(sizes.get(n, 0) for n in growing):
         reached = [n for n, limit in limits.items() if held[n] >= limit]
         if reached:  # Soufflé's rule: before a round, once R holds N tuples
-            out.stopped = (f"stratum {st.index} stopped after {iteration} rounds: " + ", ".join(
-                f"{n} holds {held[n]} tuples (.limitsize {n}(n={limits[n]}))" for n in reached))
+            out.stopped = (f"stratum {st.index} stopped after {plural(iteration, 'round')}: " + ", ".join(
+                f"{n} holds {plural(held[n], 'tuple')} (.limitsize {n}(n={limits[n]}))" for n in reached))
             break
         iteration += 1
         if iteration > max_iterations:
@@ -292,7 +292,7 @@ def no_fixpoint_error(st: Stratum, storages: dict, sizes: dict, max_iterations: 
                 "stratum: q(x, autoinc()) :- p(x).")
     return EvitaError([Diagnostic(
         "no-fixpoint",
-        f"stratum {st.index} did not reach a fixpoint within {max_iterations} iterations: "
-        + ", ".join(f"{n} still gains {sizes[n]} tuples" for n in growing)
+        f"stratum {st.index} did not reach a fixpoint within {plural(max_iterations, 'iteration')}: "
+        + ", ".join(f"{n} still gains {plural(sizes[n], 'tuple')}" for n in growing)
         + (f" (rule {rule.rule}" + (f", as {rule.name}" if rule.name != rule.rule else "") + ")" if rule else ""),
         span, "autoinc" if numbering else growing[0] if growing else "", hint)])

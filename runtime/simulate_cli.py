@@ -1,7 +1,7 @@
 """`evita simulate`: a Dedalus program on the deterministic simulator (`simulate.py`).
 
     evita simulate PROGRAM [--seed S | --seeds A-B] [--steps N] [--delay uniform:1-5]
-                   [--drop P] [--crash NODE@STEP] [--inputs DIR] [--trace DIR]
+                   [--drop P] [--crash NODE@STEP] [--timed-inputs DIR] [--trace DIR]
                    [--trace-format csv|parquet] [--fanout K]
 
 It prints the per-node counts table (messages out and in, new derivations, busy
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from ..bootstrap.diagnostics import plural
 
 
 def add_arguments(subparsers, parents) -> None:
@@ -27,8 +29,9 @@ def add_arguments(subparsers, parents) -> None:
     c.add_argument("--drop", type=float, default=0.0, help="drop each message with probability P (default 0)")
     c.add_argument("--crash", action="append", default=[], metavar="NODE@STEP",
                    help="NODE stops at STEP: it neither steps nor receives (repeatable)")
-    c.add_argument("--inputs", metavar="DIR",
-                   help="inputs over time: DIR/REL.csv (or .facts, tab-separated) rows STEP,col1,col2,...")
+    c.add_argument("--timed-inputs", "--inputs", dest="inputs", metavar="DIR",
+                   help="inputs over time: DIR/REL.csv (or .facts, tab-separated) rows STEP,col1,col2,... "
+                        "(--inputs is the older spelling)")
     c.add_argument("--trace", metavar="DIR", help="write the trace and the counts to DIR")
     c.add_argument("--trace-format", choices=("csv", "parquet"), default="csv")
     c.add_argument("--fanout", type=int, default=1, metavar="K",
@@ -72,7 +75,7 @@ def timed_inputs(directory: str, timed) -> dict:
 
     root = Path(directory)
     if not root.is_dir():
-        raise UserError(f"--inputs {directory}: no such directory")
+        raise UserError(f"--timed-inputs {directory}: no such directory")
     out: dict = {}
     for path in sorted(root.iterdir()):
         if path.suffix not in (".csv", ".facts", ".tsv"):
@@ -142,13 +145,15 @@ def cmd_simulate(args) -> int:
     if run.late:
         shown = ", ".join(map(str, run.late[:10])) + (" ..." if len(run.late) > 10 else "")
         console.print(f"[yellow]warning:[/] {len(run.late)} of {len(seeds)} runs did not quiesce within "
-                      f"{args.steps} steps (seeds {shown}): messages were still in flight or the state still "
+                      f"{plural(args.steps, 'step')} (seeds {shown}): messages were still in flight or the state still "
                       f"changed; raise --steps, or look for a rule that re-derives or re-sends every timestep")
     return 0
 
 
 def report(console, run, seeds: list) -> None:
     from rich.table import Table
+
+    from .order import row_key
 
     t = run.timed
     counts = run.counts.groupby("node", sort=False)[["sent", "received", "derived", "busy_steps"]].sum()
@@ -173,11 +178,14 @@ def report(console, run, seeds: list) -> None:
             rows = [(r.seed, r.peer, r.node) + tuple(r.tuple) for r in external[external["relation"] == rel].itertuples()]
         if len(seeds) == 1:
             table = Table(title=f"{rel}" + (" (messages that left the system)" if rel not in t.shown else "")
-                          + f" ({len(rows)} rows)")
-            for c in (["node"] if rel in t.shown else ["from", "to"]) + [f"c{i}" for i in range(t.arity[rel])]:
+                          + f" ({plural(len(rows), 'row')})")
+            headers, keep = _headers(t, rel, "node" if rel in t.shown else "to")
+            if rel not in t.shown:
+                headers, keep = ["from"] + headers, [0] + [k + 1 for k in keep]
+            for c in headers:
                 table.add_column(c)
-            for r in sorted(rows, key=lambda r: [str(x) for x in r])[:50]:
-                table.add_row(*[str(x) for x in r[1:]])
+            for r in sorted((tuple(r[1:][k] for k in keep) for r in rows), key=row_key)[:50]:  # by type: order.py
+                table.add_row(*[str(x) for x in r])
             console.print(table)
         else:
             outcomes: dict = {}
@@ -189,9 +197,26 @@ def report(console, run, seeds: list) -> None:
                 kinds[key] = kinds.get(key, 0) + 1
             console.print(f"{rel}: {len(kinds)} distinct final answer{'s' if len(kinds) != 1 else ''} over "
                           f"{len(seeds)} seeds" + ("" if len(kinds) == 1 else
-                                                   " (" + ", ".join(f"{n} seeds: {len(k)} tuples"
+                                                   " (" + ", ".join(f"{plural(n, 'seed')}: {plural(len(k), 'tuple')}"
                                                                     for k, n in sorted(kinds.items(),
                                                                                        key=lambda x: -x[1])[:5]) + ")"))
+
+
+def _headers(t, rel: str, where: str) -> tuple:
+    """(the headings of a relation's rows as shown, which of the row's values to show):
+    the row is (node, c0, c1, ...); the columns are headed by their declared names (c0,
+    c1, ... when it has none). A located relation's `@` column is the node itself: it
+    is shown once, headed `where` (node, or to for a message) unless declared."""
+    from ..bootstrap import syntax as S
+
+    decl = next((d for d in t.program.of(S.Declaration) if d.relation == rel), None)
+    names = [c.name for c in decl.columns][:t.arity[rel]] if decl else [f"c{i}" for i in range(t.arity[rel])]
+    at = t.location.get(rel)
+    if at is None:
+        return [where] + names, list(range(t.arity[rel] + 1))
+    if names[at] == f"c{at}":  # not named by a declaration
+        names[at] = where
+    return names, [k + 1 for k in range(t.arity[rel])]
 
 
 def write_trace(run, directory: str, fmt: str) -> list:

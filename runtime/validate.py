@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ..bootstrap import syntax as S
-from ..bootstrap.diagnostics import Diagnostic, EvitaError
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 from ..bootstrap.fact_types import article
 from ..catalog.fs import Loc
 from .dataflow import Storage
@@ -142,9 +142,9 @@ def _parquet(spark, f: InputFile, s: Storage) -> _Read:
     df = spark.read.parquet(f.path)
     where = S.Span(f.path, 0, 0)
     if len(df.columns) != s.arity:
-        raise EvitaError([Diagnostic("input-columns", f"{f.path} has {len(df.columns)} columns; {s.name} has "
+        raise EvitaError([Diagnostic("input-columns", f"{f.path} has {plural(len(df.columns), 'column')}; {s.name} has "
                                      f"{s.arity} ({_columns(s)})", where, ", ".join(df.columns),
-                                     f"write {s.name} with {s.arity} columns")])
+                                     f"write {s.name} with {plural(s.arity, 'column')}")])
     targets = [DECLARED.get(t) for t in s.types]
     conds, problems = [], []
     for i, (field, target) in enumerate(zip(df.schema.fields, targets)):
@@ -270,9 +270,9 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
     what = "row" if parquet else "line"
     if err == TOO_FEW_OR_MANY:
         extra = len(tokens) > s.arity
-        return Diagnostic("input-columns", f"{what} has {len(tokens)} columns; {s.name} has {s.arity} ({_columns(s)})",
+        return Diagnostic("input-columns", f"{what} has {plural(len(tokens), 'column')}; {s.name} has {s.arity} ({_columns(s)})",
                           S.Span(path, line, starts[s.arity] if extra else len(value or "") + 1),
-                          tokens[s.arity] if extra else "", f"give every {what} of {path} {s.arity} columns",
+                          tokens[s.arity] if extra else "", f"give every {what} of {path} {plural(s.arity, 'column')}",
                           source_line=value)
     if err == NOT_UTF8:
         return Diagnostic("input-encoding", f"{what} is not valid UTF-8", S.Span(path, line, value.index("\ufffd") + 1),
@@ -290,8 +290,8 @@ def _rest_note(total: int, shown: list) -> list:
     if total <= len(shown):
         return []
     last = shown[-1].span
-    return [Diagnostic("error-limit", f"stopped after {len(shown)} errors; {total - len(shown)} more rows with "
-                       "errors not shown", S.Span(last.file, last.line, 0), "", "fix these and run again",
+    return [Diagnostic("error-limit", f"stopped after {plural(len(shown), 'error')}; "
+                       f"{plural(total - len(shown), 'more row')} with errors not shown", S.Span(last.file, last.line, 0), "", "fix these and run again",
                        severity="note")]
 
 

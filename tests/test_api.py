@@ -117,7 +117,7 @@ def test_a_bad_program_raises_evita_error_at_its_position(spark):
 def test_bad_calls_raise_evita_error(tc, spark):
     with pytest.raises(evita.EvitaError, match="no program file"):
         evita.compile("no/such/file.dl", spark=spark)
-    with pytest.raises(evita.EvitaError, match="inputs\\['edge'\\] has 1 columns"):
+    with pytest.raises(evita.EvitaError, match="inputs\\['edge'\\] has 1 column"):
         tc.prog.run(inputs={"edge": spark.range(2)})
     with pytest.raises(evita.EvitaError, match="column a is string, but edge.x is declared number"):
         tc.prog.run(inputs={"edge": spark.createDataFrame([("1", 2)], ["a", "b"])})

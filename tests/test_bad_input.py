@@ -27,10 +27,12 @@ NO_SPARK = [
     ("latin1.dl", "check", 1, "not-text", "latin1.dl:1:21"),
     ("nul.olg", "check", 1, "not-text", "nul.olg:1:5"),
     ("empty.olg", "check", 0, "empty-program", "empty.olg:1:1"),
-    ("empty.olg", "run", 1, "empty-program", "empty.olg:1:1"),
-    ("only_declarations.dl", "run", 1, "empty-program", "only_declarations.dl:1:1"),
-    ("a_directory.olg", "check", 1, "not-a-file", "a_directory.olg:0:0"),
-    ("no_such_file.olg", "check", 1, "no-such-file", "no_such_file.olg:0:0"),
+    # a warning, so exit 0 on every command (as Soufflé runs an empty program): the two agree
+    ("empty.olg", "run", 0, "empty-program", "empty.olg:1:1"),
+    ("only_declarations.dl", "run", 0, "empty-program", "only_declarations.dl:1:1"),
+    # no position in the file: the file alone, never `file:0:0`
+    ("a_directory.olg", "check", 1, "not-a-file", "a_directory.olg: error[not-a-file]"),
+    ("no_such_file.olg", "check", 1, "no-such-file", "no_such_file.olg: error[no-such-file]"),
     ("noise.olg", "check", 1, "error-limit", "noise.olg:"),
     ("fact_type.dl", "check", 1, "fact-type", "fact_type.dl:3:9"),
     ("io_param.dl", "check", 1, "io-param", "io_param.dl:2:22"),
@@ -54,6 +56,18 @@ def test_odd_input_without_spark(capsys, name, command, rc, code, where):
     assert (got, f"[{code}]") == (rc, f"[{code}]") and f"[{code}]" in err, err
     assert str(BAD / where) in err, err
     assert "Traceback" not in err
+    assert all(c.isprintable() or c == "\n" for c in err), repr(err)  # a binary file's bytes come escaped
+
+
+def test_a_diagnostic_without_a_position_names_its_source_alone_and_repeats_nothing():
+    from evita.bootstrap.diagnostics import Diagnostic
+    from evita.bootstrap.syntax import Span
+
+    said = Diagnostic("bad-inputs", "inputs['n'] is a str: give a DataFrame", Span("<api>", 0, 0), "n").render()
+    assert said == "<api>: error[bad-inputs]: inputs['n'] is a str: give a DataFrame"  # no :0:0, no "offending text: n"
+    unsaid = Diagnostic("x", "cannot reach the master", Span("<command line>", 0, 0), "spark://h:7").render()
+    assert unsaid.splitlines()[1] == "  offending text: spark://h:7"  # the message does not show it: kept
+    assert str(Span("f.dl", 3, 0)) == "f.dl:3" and str(Span("f.dl", 3, 4)) == "f.dl:3:4"
 
 
 def test_the_error_cap_says_how_much_it_did_not_check(capsys):

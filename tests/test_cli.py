@@ -252,3 +252,116 @@ def test_bad_names_and_sql_give_one_line_and_no_java(tmp_path):
         assert not any(line.lstrip().startswith("{") for line in lines), (argv, said)  # a JSON log line
         assert [line for line in lines if line.startswith("error")] == [lines[0]], (argv, said)
         assert len(lines) <= 2 and all(line.startswith(("error:", "hint:")) for line in lines), (argv, said)
+
+
+def test_version_comes_from_the_package_metadata(capsys, tmp_path):
+    from importlib import metadata
+
+    import evita
+
+    installed = metadata.version("evita")
+    assert evita.__version__ == installed
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"evita {installed}"
+    # A checkout that is not installed: no metadata on the path, so pyproject.toml's version.
+    (tmp_path / "evita").symlink_to(REPO, target_is_directory=True)
+    got = subprocess.run([sys.executable, "-S", "-c", "import evita; print(evita.__version__)"], cwd=tmp_path,
+                         env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == f"{installed}+checkout"
+
+
+def test_stages_lists_the_planner_last_and_the_readme_gives_the_order_compile_runs(capsys):
+    import re
+
+    code, out, _ = run(capsys, "stages")
+    listed = [row[0] for row in table(out)]
+    order = lattice_order()  # what a compile runs, from the lattice's facts
+    assert code == 0 and listed[-1] == "planner"
+    assert [s for s in listed if s in order] == order  # the alternatives not picked (cascades) listed besides
+    readme = (REPO / "README.md").read_text()
+    line = next(text for text in readme.splitlines() if text.startswith("parse →"))
+    assert [re.sub(r"\(.*?\)", "", part).strip(" ;") for part in line.split("→")] == order + ["planner"]
+
+
+SORTED = """\
+.decl n(i: number, u: unsigned, f: float, s: symbol)
+.output n
+n(10, 1, 1.0, "a"). n(2, 10, 1.0, "a"). n(2, 9, 1.0, "a"). n(2, 9, 10.5, "a"). n(2, 9, 2.5, "a").
+n(2, 9, -0.5, "b"). n(2, 9, -0.5, "B"). n(-3, 1, 1.0, "a").
+"""
+
+
+def test_rows_sort_by_their_types_on_screen_and_in_files_on_both_paths(spark, capsys, tmp_path):
+    """Numbers (number, unsigned, float) numerically, symbols as text, column by column,
+    as Soufflé orders its output: 2 before 10, in the previews and in the -D files, in
+    process and on Spark (ties on the first columns order by the next)."""
+    program = tmp_path / "sorted.dl"
+    program.write_text(SORTED)
+    want = [["-3", "1", "1", "a"], ["2", "9", "-0.5", "B"], ["2", "9", "-0.5", "b"], ["2", "9", "1", "a"],
+            ["2", "9", "2.5", "a"], ["2", "9", "10.5", "a"], ["2", "10", "1", "a"], ["10", "1", "1", "a"]]
+    for path, extra in (("here", []), ("spark", ["--spark"])):
+        # the stages have nothing to do here: --only delta spares their time
+        code, out, err = run(capsys, "run", str(program), "-D", str(tmp_path / path), "--only", "delta", *extra)
+        assert code == 0, err
+        assert [line.split("\t") for line in (tmp_path / path / "n.csv").read_text().splitlines()] == want, path
+        assert [[cell.replace(".0", "") if cell.endswith(".0") else cell for cell in row]
+                for row in table(out)] == want, path  # the screen shows 1.0 where the file has Soufflé's 1
+
+
+def test_one_sort_key_for_python_rows_and_arrow_tables():
+    import pyarrow as pa
+
+    from evita.runtime.order import row_key, sorted_table
+
+    rows = [(10, "b", 1.5), (2, "a", None), (None, "z", 0.0), (2, "B", float("nan")), (2, "B", -1.0), (-1, "é", 2.0)]
+    by_arrow = sorted_table(pa.table({"a": [r[0] for r in rows], "b": [r[1] for r in rows],
+                                      "c": [r[2] for r in rows]}))
+    got = list(zip(*(c.to_pylist() for c in by_arrow.columns)))
+    assert [repr(r) for r in got] == [repr(r) for r in sorted(rows, key=row_key)]
+    assert [r[0] for r in got] == [None, -1, 2, 2, 2, 10]
+
+
+def test_facts_are_read_from_the_current_directory_without_F(capsys, tmp_path, monkeypatch):
+    """As Soufflé's -F defaults to `.`: a file there is read, a missing one is a warning
+    (the relation holds the program's facts), a missing one under a -F DIR given an error."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(EXAMPLES / "tc.dl", tmp_path / "tc.dl")
+    code, out, err = run(capsys, "run", "tc.dl")
+    assert code == 0 and "path (0 rows)" in " ".join(out.split())
+    assert "warning[input-not-given]" in err and "no file edge.facts in the current directory" in err
+    shutil.copy(EXAMPLES / "tc" / "edge.facts", tmp_path / "edge.facts")
+    code, out, err = run(capsys, "run", "tc.dl", "-D", "out")
+    assert code == 0 and "path (48 rows)" in " ".join(out.split()) and "input-not-given" not in err
+    assert len((tmp_path / "out" / "path.csv").read_text().splitlines()) == 48
+    code, _, err = run(capsys, "run", "tc.dl", "-F", "nowhere")
+    assert code == 1 and "error[input-missing]" in err
+
+
+def test_query_headings_and_counts_read_as_words(capsys, tmp_path):
+    program = tmp_path / "q.olg"
+    program.write_text('materialize(link, infinity, infinity, keys(1, 2)).\n'
+                       'link("a", "b", 1).\nlink("a", "c", 2).\nquery link("a", "b", C).\n')
+    code, out, err = run(capsys, "run", str(program))
+    assert code == 0, err
+    assert table(out) == [["a", "b", "1"]] and '"a"' in out and '"b"' in out and "c0" not in out
+    assert "(1 row)" in out
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    (facts / "edge.facts").write_text("1\n")
+    code, _, err = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(facts))
+    assert code == 1 and "line has 1 column;" in err
+
+
+def test_run_help_reads_clearly(capsys):
+    """Inputs and outputs grouped, each flag saying what it is for; the older --inputs
+    spelling kept as an alias of --timed-inputs; --max-iterations not called per stage."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "inputs (--input REL=PATH takes the place" in text and "outputs (both may be given)" in text
+    assert "--timed-inputs DIR, --inputs DIR" in text and "with --steps only" in text
+    assert "default: the current directory" in text  # -F, as Soufflé's
+    assert "Soufflé's -D" in text and "every relation the run shows" in text
+    assert "per stage" not in text and "each recursive stratum of the program's run" in text

@@ -340,6 +340,19 @@ def test_voting_is_split_as_the_paper_splits_it_by_hand(spark):
     assert list(timed.components["leader_2"]) == ["leader:1/2"]
 
 
+def test_the_note_after_a_split_says_in_words_what_happened():
+    """What `evita simulate`/`compile` print when decouple rewrote a program: no
+    placeholder a user cannot read (it once said "new components at A/K"); the new
+    nodes' names as they appear in the answers (leader:1/2, test above)."""
+    import re
+
+    from evita.bootstrap.stage import find_stages
+
+    note = find_stages([])["decouple"].if_applied
+    assert not re.search(r"\b[A-Z]/[A-Z]\b", note), note
+    assert "new nodes" in note and "leader:1/2" in note and "--skip decouple" in note
+
+
 # ---------------------------------------------------------------- refused directives
 
 REFUSED = [  # (directive, code, rule, words) on tests/fixtures/decouple/independent.olg

@@ -128,11 +128,15 @@ def test_timed_inputs_from_files_and_their_errors(spark, tmp_path, capsys):
     inputs = tmp_path / "in"
     inputs.mkdir()
     (inputs / "request.csv").write_text("2,s1,hello\n4,s1,again\n")
-    assert main(["simulate", str(path), "--inputs", str(inputs), "--steps", "10", "--delay", "fixed:1"]) == 0
+    assert main(["simulate", str(path), "--timed-inputs", str(inputs), "--steps", "10", "--delay", "fixed:1"]) == 0
     out = capsys.readouterr().out
     assert "hello" in out and "again" in out and "quiesced: 1 of 1 runs, at step 6" in out
+    # the located column is the node: headed once, as `node`, then the other columns (no c0 copy of it)
+    heading = next(line for line in out.splitlines() if "node" in line and "┃" in line and "component" not in line)
+    assert [c.strip() for c in heading.strip("┃ ").split("┃")] == ["node", "c1"]
+    assert "(2 rows)" in " ".join(out.split())
     (inputs / "request.csv").write_text("2,s1,hello\nlater,s1,x\n")
-    assert main(["simulate", str(path), "--inputs", str(inputs)]) == 1
+    assert main(["simulate", str(path), "--inputs", str(inputs)]) == 1  # the older spelling still works
     err = capsys.readouterr().err
     assert "request.csv:2:1" in err and "bad-input-row" in err and "Traceback" not in err
 

@@ -53,7 +53,7 @@ def test_unreachable_master_through_the_command_line(tmp_path):
     seconds = time.monotonic() - started
     assert p.returncode == 1, p.stderr
     assert seconds < 30
-    assert p.stderr.startswith(f"<command line>:0:0: error[master-unreachable]: cannot reach the Spark master {url}")
+    assert p.stderr.startswith(f"<command line>: error[master-unreachable]: cannot reach the Spark master {url}")
     assert "Connection refused" in p.stderr
     assert "scripts/local-cluster status" in p.stderr and "firewall" in p.stderr and "--master" in p.stderr
     assert "Traceback" not in p.stderr and "java" not in p.stderr.lower()
@@ -70,7 +70,7 @@ def test_unreachable_master_from_the_environment_in_process(tmp_path, monkeypatc
     monkeypatch.setenv("EVITA_MASTER", url)
     assert main(["run", *TC]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"$EVITA_MASTER:0:0: error[master-unreachable]: cannot reach the Spark master {url}")
+    assert err.startswith(f"$EVITA_MASTER: error[master-unreachable]: cannot reach the Spark master {url}")
     assert "check the host and port in $EVITA_MASTER" in err
     assert SparkContext._active_spark_context is before
 
@@ -135,7 +135,7 @@ def test_unreachable_connect_server_in_process(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["sql", "SELECT 1", "--remote", url]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"<command line>:0:0: error[remote-unreachable]: cannot reach the Spark Connect server {url}")
+    assert err.startswith(f"<command line>: error[remote-unreachable]: cannot reach the Spark Connect server {url}")
     assert "evita server status" in err and "Traceback" not in err
     assert SparkContext._active_spark_context is before
 
@@ -155,7 +155,7 @@ def test_a_port_that_is_not_a_connect_server(tmp_path, monkeypatch, capsys):
         assert main(["sql", "SELECT 1"]) == 1
     assert time.monotonic() - started < 10
     err = capsys.readouterr().err
-    assert err.startswith(f"$EVITA_REMOTE:0:0: error[remote-unreachable]: 127.0.0.1:{port} accepts connections but "
+    assert err.startswith(f"$EVITA_REMOTE: error[remote-unreachable]: 127.0.0.1:{port} accepts connections but "
                           "does not answer as a Spark Connect server")
 
 

@@ -227,6 +227,29 @@ def test_preprocessing_keeps_every_line_where_it_was():
         ("unsafe-rule", 4, 3, "rule rule1: variable x in the head is not bound")]
 
 
+@pytest.mark.parametrize("expression, kept", [
+    ("1 + 2 * 3 == 7", True), ("(1 + 2) * 3 == 9", True), ("7 / -2 == -3 && -7 % 3 == -1", True),  # C truncates
+    ("1 << 4 | 1 == 17", True), ("~0 == -1 && !5 == 0", True), ("2 > 1 ? 0 : 1", False), ("0x10 == 16 && 010 == 8", True),
+    ("5 & 3 ^ 1 == 0", True), ("UNDEFINED_NAME", False), ("-1 < 0 && 3 >= 3 && 2 <= 1 == 0", True),
+    ("defined(N) && 100 / N > 1", False),  # the division is not evaluated: N is undefined (0)
+])
+def test_if_takes_c_integer_expressions(expression, kept):
+    facts = parse_program(f"#if {expression}\nr(1).\n#endif\ns(1).\n", "if.dl").facts
+    assert ("r" in {f.atom.relation for f in facts}) == kept
+
+
+def test_if_has_no_power_operator_and_cannot_hang_the_compiler():
+    import time
+
+    started = time.perf_counter()
+    assert errors("#if 9**9**9**9\nr(1).\n#endif\n") == [
+        ("preprocessor", 1, 7, "#if 9**9**9**9: `*` where a number, a name or `(` should be (C has no power operator)")]
+    assert errors("#if (1 << 62) * (1 << 62) * 99999999\nr(1).\n#endif\n") == []  # 64-bit, as C: no big numbers
+    deep = errors("#if " + "(" * 5000 + "1" + ")" * 5000 + "\n#endif\n")
+    assert [d[:3] for d in deep] == [("preprocessor", 1, 5)] and "nested too deeply" in deep[0][3]
+    assert time.perf_counter() - started < 1
+
+
 def test_macros_flow_into_and_out_of_included_files(tmp_path):
     (tmp_path / "consts.dl").write_text("#define LIMIT 10\nlimit(LIMIT).\nseen(BASE).\n")
     main = tmp_path / "main.dl"
@@ -257,7 +280,12 @@ def test_unlabelled_rules_of_an_included_file_get_labels_of_their_own(tmp_path):
     ("\n#ifdef X\nr(1).\n", ("preprocessor", 2, 1, "#ifdef without #endif")),
     ("#endif\n", ("preprocessor", 1, 1, "#endif without #if")),
     ("#if 1\n#else\n#else\n#endif\n", ("preprocessor", 3, 1, "#else after #else")),
-    ("#if x +\n#endif\n", ("preprocessor", 1, 5, "#if x + is not an integer expression")),
+    ("#if x +\n#endif\n", ("preprocessor", 1, 8, "#if x +: the end of the expression where a number, a name or `(` "
+                                               "should be")),
+    ("#if 1 / (2 - 2)\n#endif\n", ("preprocessor", 1, 7, "#if 1 / (2 - 2): division by zero")),
+    ("#define Z 0\n#if 10 % Z\n#endif\n", ("preprocessor", 2, 5, "#if 10 % Z (after macros: 10 % 0): division by zero")),
+    ("#if 2 $ 3\n#endif\n", ("preprocessor", 1, 7, "#if 2 $ 3: `$` is not part of a C integer expression")),
+    ("#if (1\n#endif\n", ("preprocessor", 1, 7, "#if (1: the end of the expression where `)` should be")),
     ("#define\n", ("preprocessor", 1, 1, "#define needs a macro name, got ''")),
     ("#define F(x) r(x)\nF(1, 2).\n", ("preprocessor", 2, 1, "macro F takes 1 argument, not 2")),
     ("#error stop here\n", ("preprocessor", 1, 1, "#error stop here")),
