@@ -46,7 +46,7 @@ def main(argv: list | None = None) -> int:
 
     try:
         # the progress line is erased when the command ends, before any error is reported
-        with stopped_by_signals(), shown(quiet=getattr(args, "quiet", False)):
+        with stopped_by_signals(), shown(quiet=getattr(args, "quiet", False), what=_command_name(args)):
             return args.func(args) or 0
     except EvitaError as e:
         report(e)
@@ -58,6 +58,11 @@ def main(argv: list | None = None) -> int:
         return _stopped(e, getattr(args, "verbose", False))
     except Exception as e:  # Spark failed, the JVM died, or a bug: one line, the trace on request
         return _failed(e, getattr(args, "verbose", False))
+
+
+def _command_name(args) -> str:
+    """`evita explain`: what the progress line says while no finer activity runs."""
+    return "evita " + args.func.__name__.removeprefix("cmd_").replace("_", " ")
 
 
 class UserError(Exception):
@@ -199,7 +204,8 @@ def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     from .parser import parse_file
     from .source import empty_warning
 
-    program = check_program(parse_file(path, name))
+    with doing(f"the reading and checking of {path}"):
+        program = check_program(parse_file(path, name))
     for note in qualifier_notes(program) if verbose else ():
         _print_diagnostic(note.render(program.text), "cyan")
     from .strata import limitsize_without_effect

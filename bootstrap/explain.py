@@ -113,9 +113,9 @@ def stage_graph(spark, stage, rows, program_id: str, evaluator: str = "auto"):
     view = explain_view(stage)
     if view is None:
         return None
-    extra = parse_file(view)
-    program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
     with doing(f"stage {stage.name}: its explain view"):
+        extra = parse_file(view)
+        program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
         ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"],
                       origin=f"{stage.name} (explain)", evaluator=evaluator)
     return StageGraph(stage.name, sorted(ev.tuples["explain::node"]), sorted(ev.tuples["explain::edge"]))
