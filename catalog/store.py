@@ -530,7 +530,10 @@ def table_rows(root: Loc, name: str, program_id: str | None = None, limit: int |
     where = ds.field("program") == program_id if program_id is not None and "program" in decl.column_names else None
     table = (Loc.of(root) / decl.name).dataset(_arrow_schema(decl.name)).to_table(filter=where)
     keys = list(decl.order) + [c for c in decl.column_names if c not in decl.order]
-    order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in keys], null_placement="at_start")
+    try:  # pyarrow >= 20 places nulls per key; the option for all keys is deprecated there
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in keys])
+    except (TypeError, ValueError):  # an older pyarrow: keys are pairs
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in keys], null_placement="at_start")
     if limit is not None:
         order = order[:limit]
     table = table.take(order)
