@@ -12,17 +12,25 @@ baseline, measured in the same run and mode: `evita run` on a one-fact program, 
 price of starting at all. DuckDB's time for the same query is printed where there is one.
 
 With `--interactive`, instead: the commands a user types while inspecting a program,
-each a fresh process, without a server (Spark starts in the process) and with the warm
-server of `evita server start` (Spark Connect; runtime/server.py), in one run:
+each a fresh process timed from the shell (start-up included), without a server (Spark
+starts in the process only if the command needs it) and with the warm server of `evita
+server start` (Spark Connect; runtime/server.py), in one run. Each is shown against
+`evita catalog` (the files' row counts, no Spark) measured in the same run and mode:
 
-  catalog   evita catalog                         (the store's files: no Spark in either mode)
-  sql       evita sql "SELECT ... FROM evita.rule"
-  plan      evita plan examples/shortest_path.olg
-  run       evita run examples/shortest_path.olg
+  catalog        evita catalog                                   the baseline
+  load           evita load examples/shortest_path.olg           (the catalog's files: no Spark)
+  catalog rule   evita catalog rule --program shortest_path      (the catalog's files: no Spark)
+  catalog bad    evita catalog nosuch                            (rejected before anything starts)
+  print          evita print shortest_path                       (the catalog's files: no Spark)
+  plan           evita plan examples/shortest_path.olg           (stages in process)
+  explain        evita explain ... --stage system_r / magic_sets (stages and explain view in process)
+  sql            evita sql "SELECT ... FROM evita.rule"           (Spark: a JVM, or the server)
+  run            evita run examples/shortest_path.olg            (in process when small)
 
 Each is run `--repeat` times (default 3) after a first run: the first `plan` compiles
 cold; later ones read the compile cache (bootstrap/compile_cache.py), as a user's
 repeated commands do. Shown: the first run, and the median of the others, per mode.
+`--no-server` leaves the server mode out.
 
 Workloads:
   one-fact  p(1).
@@ -78,32 +86,43 @@ def evita_run(args: list, cwd: Path, env: dict | None = None) -> tuple:
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "shortest_path.olg"
+PATH_MAGIC = EXAMPLE.parent / "path_magic.olg"
 INTERACTIVE = {
     "catalog": ["catalog"],
-    "sql": ["sql", "SELECT name, count(*) AS n FROM evita.rule GROUP BY name ORDER BY name"],
+    "load": ["load", str(EXAMPLE)],
+    "catalog rule": ["catalog", "rule", "--program", "shortest_path"],
+    "catalog bad": ["catalog", "nosuch"],
+    "print": ["print", "shortest_path"],
     "plan": ["plan", str(EXAMPLE)],
+    "explain system_r": ["explain", str(EXAMPLE), "--stage", "system_r"],
+    "explain magic": ["explain", str(PATH_MAGIC), "--stage", "magic_sets", "--skip", "localize"],
+    "sql": ["sql", "SELECT name, count(*) AS n FROM evita.rule GROUP BY name ORDER BY name"],
     "run": ["run", str(EXAMPLE)],
 }
-TARGETS = {"catalog": (2, 10), "sql": (2, 10), "plan": (2, 10), "run": (5, 10)}  # (server, no server) seconds
+FAILS = {"catalog bad"}  # exits 1: the name is rejected
+# (server, no server) seconds; sql: <= 8 s cold (its first run), <= 2 s with the server
+TARGETS = {name: (2, 2) for name in INTERACTIVE} | {"sql": (2, 8), "run": (5, 10)}
 
 
-def timed(argv: list, cwd: Path, env: dict) -> float:
+def timed(argv: list, cwd: Path, env: dict, fails: bool = False) -> float:
     cmd = [sys.executable, "-m", "evita.bootstrap.cli", *argv, "-q"]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    if (out.returncode != 0) != fails:
+        raise SystemExit(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return seconds
 
 
-def interactive(repeat: int) -> int:
+def interactive(repeat: int, modes=("no server", "server")) -> int:
     import statistics
 
     results = {}
+    order = ["plan", "explain system_r", "explain magic", "run", "load", "catalog", "catalog rule", "catalog bad",
+             "print", "sql"]  # plan first: its first compile is cold
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for mode in ("no server", "server"):
+        for mode in modes:
             env = {k: v for k, v in os.environ.items() if k not in ("EVITA_MASTER", "EVITA_REMOTE")}
             env.update(EVITA_WAREHOUSE=str(root / mode.replace(" ", "-") / "warehouse"),
                        EVITA_CACHE=str(root / mode.replace(" ", "-") / "cache"), EVITA_COMPILE_CACHE="1")
@@ -111,29 +130,35 @@ def interactive(repeat: int) -> int:
                 start = timed(["server", "start"], root, env)
                 print(f"evita server start: {start:.1f} s", flush=True)
             try:
-                for name in ("plan", "run", "catalog", "sql"):  # plan first: its first compile is cold
-                    times = [timed(INTERACTIVE[name], root, env) for _ in range(repeat + 1)]
+                for name in order:
+                    times = [timed(INTERACTIVE[name], root, env, name in FAILS) for _ in range(repeat + 1)]
                     results[(name, mode)] = times
-                    print(f"  {name:<8} {mode:<10} " + "  ".join(f"{t:.2f}" for t in times), flush=True)
+                    print(f"  {name:<17} {mode:<10} " + "  ".join(f"{t:.2f}" for t in times), flush=True)
             finally:
                 if mode == "server":
                     timed(["server", "stop"], root, env)
-    print("\ncommand   no server: first  median   server: first  median   target (server / no server)")
+    print(f"\n{'command':<17}" + "".join(f"  {mode + ': first':>17} {'median':>7} {'x catalog':>9}" for mode in modes)
+          + "   target (server / no server)")
     for name in INTERACTIVE:
-        a, b = results[(name, "no server")], results[(name, "server")]
-        print(f"{name:<9} {a[0]:>16.2f} {statistics.median(a[1:]):>7.2f} {b[0]:>15.2f} {statistics.median(b[1:]):>7.2f}"
-              f"   <= {TARGETS[name][0]} s / <= {TARGETS[name][1]} s")
+        cells = ""
+        for mode in modes:
+            times, base = results[(name, mode)], statistics.median(results[("catalog", mode)][1:])
+            cells += f"  {times[0]:>17.2f} {statistics.median(times[1:]):>7.2f} {statistics.median(times[1:]) / base:>8.1f}x"
+        print(f"{name:<17}{cells}   <= {TARGETS[name][0]} s / <= {TARGETS[name][1]} s")
     return 0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=("nat", "tc+sg"), action="append")
-    ap.add_argument("--interactive", action="store_true", help="catalog, sql, plan, run: without and with a server")
+    ap.add_argument("--interactive", action="store_true",
+                    help="the inspection commands (load, catalog, print, plan, explain, sql, run): without and with "
+                         "a server, against evita catalog")
     ap.add_argument("--repeat", type=int, default=3, help="with --interactive: runs after the first")
+    ap.add_argument("--no-server", action="store_true", help="with --interactive: without a server only")
     args = ap.parse_args(argv)
     if args.interactive:
-        return interactive(args.repeat)
+        return interactive(args.repeat, ("no server",) if args.no_server else ("no server", "server"))
     work = args.only or ["nat", "tc+sg"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

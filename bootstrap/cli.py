@@ -52,7 +52,7 @@ def main(argv: list | None = None) -> int:
 
     try:
         # the progress line is erased when the command ends, before any error is reported
-        with stopped_by_signals(), shown(quiet=getattr(args, "quiet", False)):
+        with stopped_by_signals(), shown(quiet=getattr(args, "quiet", False), what=_command_name(args)):
             return args.func(args) or 0
     except EvitaError as e:
         report(e)
@@ -65,6 +65,11 @@ def main(argv: list | None = None) -> int:
         return _stopped(e, getattr(args, "verbose", False))
     except Exception as e:  # Spark failed, the JVM died, or a bug: one line, the trace on request
         return _failed(e, getattr(args, "verbose", False))
+
+
+def _command_name(args) -> str:
+    """`evita explain`: what the progress line says while no finer activity runs."""
+    return "evita " + args.func.__name__.removeprefix("cmd_").replace("_", " ")
 
 
 class UserError(Exception):
@@ -229,7 +234,8 @@ def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
     from .parser import parse_file
     from .source import empty_warning
 
-    program = check_program(parse_file(path, name))
+    with doing(f"the reading and checking of {path}"):
+        program = check_program(parse_file(path, name))
     for note in qualifier_notes(program) if verbose else ():
         _print_diagnostic(note.render(program.text), "cyan")
     from .strata import limitsize_without_effect
@@ -262,10 +268,28 @@ def session(args, only=None, brief: bool = False):
     spark = spark_session(master=getattr(args, "master", None), remote=getattr(args, "remote", None), brief=brief)
     with doing("the attaching of the catalog"):
         store.attach(spark, only=only)
-    for what in store.RECOVERED:  # a save a killed process left half done
+    _report_recovered()
+    return spark
+
+
+def _report_recovered() -> None:
+    """Say what opening the warehouse finished or dropped: a save a killed process left half done."""
+    from evita.catalog import store
+
+    for what in store.RECOVERED:
         err.print(f"[yellow]note:[/] {_escape(what)}", markup=True, soft_wrap=True)
     store.RECOVERED.clear()
-    return spark
+
+
+def stages_session(args):
+    """The session a command that runs stages passes along: the one the command line or
+    the environment asks for (`--master`, `--remote`, `EVITA_IN_PROCESS=0`), else Spark
+    on demand, which starts (or reaches `evita server`) only if a catalog is too large or
+    a stage needs what only Spark has: small programs compile and explain with no JVM."""
+    from evita.runtime.here import spark_asked_for
+    from evita.runtime.session import SparkOnDemand
+
+    return session(args) if spark_asked_for(args) else SparkOnDemand(lambda: session(args))
 
 
 def cmd_check(args) -> int:
@@ -286,8 +310,9 @@ def cmd_load(args) -> int:
     started = time.perf_counter()
     program = parse_and_check(args.program, args.name, getattr(args, "verbose", False))
     rows = encode(program)
-    spark = session(args)
-    store.save_program(spark, rows)
+    with doing("the writing of the program to the catalog"):
+        store.save_program(None, rows)  # the catalog is files: writing them needs no Spark
+    _report_recovered()
     t = RichTable(title=f"program {program.name} stored in the catalog ({time.perf_counter() - started:.1f} s)")
     t.add_column("table")
     t.add_column("rows", justify="right")
@@ -305,7 +330,9 @@ def cmd_catalog(args) -> int:
     if args.program and args.program not in _programs(None):  # read from the store's files: no Spark
         raise UserError(f"no program {args.program!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}")
     if args.table is None:  # counts come from the store's files: no Spark to start or ask
-        counts = store.row_counts(store.opened(), args.program)
+        with doing("the reading of the catalog"):
+            counts = store.row_counts(store.opened(), args.program)
+        _report_recovered()
         t = RichTable(title="catalog tables" + (f" of program {args.program}" if args.program else ""))
         for col in ("table", "rows", "holds"):
             t.add_column(col, justify="right" if col == "rows" else "left")
@@ -315,17 +342,14 @@ def cmd_catalog(args) -> int:
         out.print(f"Query them in Spark SQL: evita sql \"SELECT * FROM {schema.DATABASE}.rule\"   |   "
                   f"evita catalog TABLE [--program P]")
         return 0
-    spark = session(args)
-    where = f" WHERE program = '{_sql_str(args.program)}'" if args.program else ""
     try:
         decl = schema.table(args.table)
     except KeyError as e:
         raise UserError(f"{e.args[0]}") from None
-    if args.program and "program" not in decl.column_names:
-        where = ""
-    order = ", ".join(f"`{c}`" for c in decl.order)
-    df = spark.sql(f"SELECT * FROM {schema.DATABASE}.`{decl.name}`{where} ORDER BY {order}")
-    show(df, args.limit, title=f"{schema.DATABASE}.{decl.name}")
+    with doing("the reading of the catalog"):  # its Parquet files, filtered and ordered here: no Spark
+        columns, rows = store.table_rows(store.opened(), decl.name, args.program, args.limit + 1)
+    _report_recovered()
+    show_rows(columns, rows, args.limit, title=f"{schema.DATABASE}.{decl.name}")
     return 0
 
 
@@ -373,7 +397,9 @@ def cmd_print(args) -> int:
     if args.name not in _programs(None):  # read from the store's files: no Spark
         raise UserError(f"no program {args.name!r} in the catalog; loaded: {', '.join(_programs(None)) or 'none'}"
                         f"\nhint: evita load FILE first")
-    rows = store.load_rows(None, args.name)
+    with doing("the reading of the catalog"):
+        rows = store.load_rows(None, args.name)
+    _report_recovered()
     sys.stdout.write(print_catalog(rows, args.name))
     return 0
 
@@ -520,8 +546,9 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
+    spark = stages_session(args)  # shared by the compile and the explain view
     try:
-        program, comp, diffs = compile_file(args)
+        program, comp, diffs = compile_file(args, spark=spark)
     except CompileFailed as e:  # show what the stages before the failing one did, then why it failed
         out.print("[bold red]this compile failed; what its stages did before the failure:[/]")
         _print_diffs([d for d in e.diffs if args.stage in (None, d.stage)])
@@ -531,7 +558,7 @@ def cmd_explain(args) -> int:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
     _print_diffs(shown, {v.number for v in comp.versions if v.skipped})
-    graphs = _stage_graphs(args, program, comp, shown)
+    graphs = _stage_graphs(args, program, comp, shown, spark)
     if args.dot:
         if not graphs:
             raise UserError(f"no stage shown has an explain view to draw (magic_sets has one: "
@@ -563,16 +590,16 @@ def _print_diffs(shown: list, skipped=frozenset(), out=out) -> None:
             out.print(f"  [dim]{line}[/]")
 
 
-def _stage_graphs(args, program, comp, shown) -> list:
-    """The explain views of the shown stages, run over the catalog each stage read;
-    printed as tables when one stage is asked for, drawn with --dot."""
+def _stage_graphs(args, program, comp, shown, spark) -> list:
+    """The explain views of the shown stages, run over the catalog each stage read (in
+    this process when it is small: `spark` on demand does not start); printed as tables
+    when one stage is asked for, drawn with --dot."""
     from .explain import explain_view, stage_graph
     from .stage import find_stages
 
     if not (args.stage or args.dot):
         return []
     stages = find_stages(args.stage_path)
-    spark = session(args)
     graphs = []
     for d in shown:
         stage = stages.get(d.stage)
@@ -669,9 +696,13 @@ def _topological(names: list, before: dict) -> list:
 # ---------------------------------------------------------------- output helpers
 
 def show(df, limit: int, title: str | None = None) -> None:
-    rows = df.limit(limit + 1).collect()
+    show_rows(df.columns, df.limit(limit + 1).collect(), limit, title)
+
+
+def show_rows(columns: list, rows: list, limit: int, title: str | None = None) -> None:
+    """A table of `rows` (up to `limit + 1` of them: one more says there are more)."""
     t = RichTable(title=title, show_lines=False)
-    for name in df.columns:
+    for name in columns:
         t.add_column(name, overflow="fold", max_width=60)
     for r in rows[:limit]:
         t.add_row(*("" if v is None else str(v) for v in r))

@@ -82,10 +82,13 @@ def _differentiate(spark, delta, rules: S.Program, origin: str) -> dict:
 
     from .stage import StageFailure, apply, run_stage
 
+    from .activity import doing
+
     rows = encode(rules)
     _running.append(origin)
-    try:
-        out = run_stage(spark, delta, rows, rules.name)
+    try:  # once per change of Evita's code or stages: the result is cached on disk
+        with doing(f"the delta stage on {origin} (once, then cached)"):
+            out = run_stage(spark, delta, rows, rules.name)
     except StageFailure as e:
         raise StageFailure(origin, f"the delta stage failed on it: {e.reason}", e.rule, e.detail) from None
     finally:

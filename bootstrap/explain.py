@@ -98,11 +98,14 @@ def explain_view(stage):
     return view if view.is_file() else None
 
 
-def stage_graph(spark, stage, rows, program_id: str):
+def stage_graph(spark, stage, rows, program_id: str, evaluator: str = "auto"):
     """Run `stage` with its explain view over `rows` (the catalog the stage read) and
-    return the graph its view derives, or None when the stage has no view."""
+    return the graph its view derives, or None when the stage has no view. A small
+    catalog is evaluated in this process (no Spark job: `spark` may be a session on
+    demand that never starts); `evaluator` as in `stage.evaluate` ("engine": on Spark)."""
     from dataclasses import replace
 
+    from .activity import doing
     from .checks import check_program
     from .parser import parse_file
     from .stage import evaluate
@@ -110,9 +113,11 @@ def stage_graph(spark, stage, rows, program_id: str):
     view = explain_view(stage)
     if view is None:
         return None
-    extra = parse_file(view)
-    program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
-    ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"], origin=f"{stage.name} (explain)")
+    with doing(f"stage {stage.name}: its explain view"):
+        extra = parse_file(view)
+        program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
+        ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"],
+                      origin=f"{stage.name} (explain)", evaluator=evaluator)
     return StageGraph(stage.name, sorted(ev.tuples["explain::node"]), sorted(ev.tuples["explain::edge"]))
 
 

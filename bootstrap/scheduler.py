@@ -205,7 +205,8 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     `triggers`: skip a stage whose trigger finds nothing to do (False runs every stage,
     for tests that check a skip changes nothing)."""
     stages = find_stages(stage_paths)
-    lattice = Lattice(stages)
+    with doing("the reading of the stage lattice"):
+        lattice = Lattice(stages)
     known = set(lattice.names)
     for name in list(skip) + list(only or []) + list((choose or {}).values()):
         if name not in known:
@@ -218,8 +219,9 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     if compile_cache.enabled():
         options = (sorted(skip), sorted(only) if only is not None else None, sorted((choose or {}).items()),
                    max_iterations, evaluator, triggers)
-        cache_key = compile_cache.key(rows, program_id, stages, lattice.path, tuple(map(repr, options)))
-        cached = compile_cache.load(cache_key)
+        with doing("the reading of the compile cache"):
+            cache_key = compile_cache.key(rows, program_id, stages, lattice.path, tuple(map(repr, options)))
+            cached = compile_cache.load(cache_key)
         if cached is not None:
             progress.note("compile read from the cache (the same catalog, stages and options as a compile before)")
             cached.warnings = lattice.warnings
@@ -281,7 +283,8 @@ def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, 
         stage = stages.get(name)
         if stage is None or stage.trigger is None or evaluator != "auto":
             continue
-        out = in_process_or_none(stage.trigger, final.rows, program_id, [APPLIES], name)
+        with doing(f"stage {name}: its trigger"):
+            out = in_process_or_none(stage.trigger, final.rows, program_id, [APPLIES], name)
         if out is not None and out.tuples[APPLIES]:
             rules = {r["id"] for r in final.rows.dicts("rule")}
             found = sorted(str(t[0]) for t in out.tuples[APPLIES])
@@ -300,7 +303,8 @@ def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) 
     and finds out itself."""
     if stage.trigger is None or evaluator != "auto":
         return True
-    out = in_process_or_none(stage.trigger, before.rows, program_id, [APPLIES], stage.name)
+    with doing(f"stage {stage.name}: its trigger"):
+        out = in_process_or_none(stage.trigger, before.rows, program_id, [APPLIES], stage.name)
     return out is None or bool(out.tuples[APPLIES])
 
 

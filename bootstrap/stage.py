@@ -109,8 +109,14 @@ def slice_for(program: S.Program, relation: str) -> Optional[S.Program]:
 def find_stages(stage_paths=()) -> dict:
     """name -> StageFile: the built-in stages, then each --stage-path directory in order
     (a later file of the same name replaces an earlier one)."""
+    from .activity import doing
+
+    with doing("the reading of the stages"):  # parsed once per change of a file, then from a cache on disk
+        return _found_stages([(package_root() / "stages", "built-in")] + [(Path(d), str(d)) for d in stage_paths])
+
+
+def _found_stages(dirs: list) -> dict:
     found: dict = {}
-    dirs = [(package_root() / "stages", "built-in")] + [(Path(d), str(d)) for d in stage_paths]
     for folder, origin in dirs:
         if not folder.is_dir():
             raise EvitaError([Diagnostic("stage-path", f"stage directory {folder} does not exist",

@@ -274,7 +274,7 @@ def _root_of(spark) -> Loc:
     would register it (the files are the catalog: nothing is registered to go stale)."""
     from evita.runtime.session import not_started
 
-    if not_started(spark):
+    if spark is None or not_started(spark):  # None: the files alone (a command with no session)
         return prepared()
     fp = _registered_fingerprint(spark)
     if fp is None:
@@ -290,7 +290,7 @@ def _refresh(spark) -> None:
     session's cached relations and file listings at once takes a millisecond."""
     from evita.runtime.session import not_started
 
-    if not_started(spark):  # no session, nothing cached
+    if spark is None or not_started(spark):  # no session, nothing cached
         return
     try:
         jss = spark._jsparkSession
@@ -308,7 +308,8 @@ def _refresh(spark) -> None:
 
 def save_program(spark, rows: CatalogRows) -> None:
     """Replace, in every per-program table, the rows of each program `rows` holds; other
-    programs' rows stay. Costs no Spark job."""
+    programs' rows stay. Costs no Spark job; `spark` None: no session at all (`evita load`),
+    the warehouse's files are written as `attach` would register them."""
     root = _root_of(spark)
     _commit(root, program_writes(root, rows))
     from evita.bootstrap import outcome
@@ -521,6 +522,29 @@ def row_counts(root: Loc, program_id: str | None = None) -> dict:
         where = ds.field(col) == program_id if program_id is not None else None
         counts[t.name] = (root / t.name).dataset(_arrow_schema(t.name)).count_rows(filter=where)
     return counts
+
+
+def table_rows(root: Loc, name: str, program_id: str | None = None, limit: int | None = None) -> tuple:
+    """(column names, rows) of one catalog table as `evita catalog TABLE [--program P]`
+    shows them, from the Parquet files (no Spark): what `SELECT * FROM evita.TABLE [WHERE
+    program = P] ORDER BY <the table's order>` gives, nulls first as Spark orders, ties
+    broken by the other columns so the listing is the same every time; at most `limit`
+    rows. A table without a `program` column ignores `program_id`, as that query did."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    decl = schema.table(name)
+    where = ds.field("program") == program_id if program_id is not None and "program" in decl.column_names else None
+    table = (Loc.of(root) / decl.name).dataset(_arrow_schema(decl.name)).to_table(filter=where)
+    keys = list(decl.order) + [c for c in decl.column_names if c not in decl.order]
+    try:  # pyarrow >= 20 places nulls per key; the option for all keys is deprecated there
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in keys])
+    except (TypeError, ValueError):  # an older pyarrow: keys are pairs
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in keys], null_placement="at_start")
+    if limit is not None:
+        order = order[:limit]
+    table = table.take(order)
+    return list(decl.column_names), list(zip(*(table.column(c).to_pylist() for c in decl.column_names)))
 
 
 def _read_files(folder, name: str, program_id=None) -> list:

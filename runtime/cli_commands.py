@@ -182,7 +182,10 @@ def cmd_plan(args) -> int:
 
             raise UserError(f"{args.program}: no @next or @async rule and no component: it has no timesteps")
         program = lower(program).program
-    dataflow = plan(program)
+    from ..bootstrap.activity import doing
+
+    with doing("the planning"):
+        dataflow = plan(program)
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
 

@@ -552,8 +552,10 @@ def _to_float(v):
 
 
 def _to_number(v):
-    """TRY_CAST(v AS BIGINT) for whole numbers and the text of one; anything else
-    (a fraction, other text) Unsupported: Spark's cast decides."""
+    """TRY_CAST(v AS BIGINT) for whole numbers, the text of one, and a finite float in
+    BIGINT's range (truncated toward zero, as Spark casts a double); anything else (NaN,
+    an infinity, other text) Unsupported: Spark's cast decides."""
+    import math
     import re
 
     import numpy as np
@@ -562,6 +564,8 @@ def _to_number(v):
         return None
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return int(v)
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and -2.0 ** 63 <= v < 2.0 ** 63:
+        return int(math.trunc(v))
     if isinstance(v, str) and re.fullmatch(r"-?[0-9]{1,18}", v):
         return int(v)
     raise Unsupported(f"to_number of {v!r}: Spark's cast decides")

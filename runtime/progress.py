@@ -115,9 +115,10 @@ def _tell(text: str, **fields) -> None:
 # ---------------------------------------------------------------- the terminal
 
 @contextmanager
-def shown(quiet: bool = False, console=None, delay: float = DELAY):
+def shown(quiet: bool = False, console=None, delay: float = DELAY, what: str = ""):
     """Show the progress line while the block runs, if `console` (default: this
-    process's stderr) is a terminal and not `quiet`. Yields the Display, or None."""
+    process's stderr) is a terminal and not `quiet`. Yields the Display, or None.
+    `what`: the line's label while no activity runs (the command: `evita explain`)."""
     own = None
     if isinstance(sys.stderr, _Guarded):  # a line shows already (main() called inside a command)
         quiet = True
@@ -126,7 +127,7 @@ def shown(quiet: bool = False, console=None, delay: float = DELAY):
     if quiet or console is None or not console.is_terminal or console.is_dumb_terminal:
         yield None
         return
-    display = Display(console, delay)
+    display = Display(console, delay, what)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Guarded(sys.stdout, display), _Guarded(sys.stderr, display)
     display.start()
@@ -161,12 +162,13 @@ class Display:
     """The progress line: a transient rich Live region of one line, redrawn by a thread
     of its own every PERIOD seconds."""
 
-    def __init__(self, console, delay: float = DELAY):
+    def __init__(self, console, delay: float = DELAY, what: str = ""):
         from rich.live import Live
         from rich.spinner import Spinner
 
         self.console = console
         self.delay = delay
+        self.what = what  # shown while no activity runs: never a spinner without a word
         self.started = time.monotonic()
         # No redirection of stdout by rich (it would send the answers to stderr): the
         # streams are guarded instead (`_Guarded`), so the line steps aside for them.
@@ -211,7 +213,10 @@ class Display:
         out = Text(no_wrap=True, overflow="ellipsis", end="")
         out.append_text(self.spinner.render(now))
         out.append(f" {seconds // 60}:{seconds % 60:02d} ", style="dim")
-        for i, a in enumerate(activity.current()):
+        running = activity.current()
+        if not running and self.what:
+            out.append(self.what, style="bold")
+        for i, a in enumerate(running):
             out.append(" › " if i else "", style="dim")
             out.append(a.what, style="bold")
             if a.detail:

@@ -104,6 +104,19 @@ def test_the_line_draws_on_a_terminal_and_steps_aside_for_stdout(capsys):
     assert sys.stdout is not None and not isinstance(sys.stdout, progress._Guarded)
 
 
+def test_the_line_names_the_command_while_no_activity_runs():
+    """Never a spinner without a word: between activities the line says the command."""
+    console, buf = terminal()
+    with progress.shown(console=console, delay=0, what="evita explain") as display:
+        display.done.set()
+        display.draw()
+        between = buf.getvalue()
+        with activity.doing("stage system_r: its explain view"):
+            display.draw()
+    assert "evita explain" in between
+    assert "stage system_r: its explain view" in buf.getvalue()[len(between):]
+
+
 def test_the_line_waits_its_delay():
     console, buf = terminal()
     with progress.shown(console=console, delay=60) as display:
