@@ -832,6 +832,32 @@ class _Builder(Transformer):
     def body(self, meta, ch):
         return ch[0] if len(ch) == 1 else [_Group(list(ch))]
 
+    def neg_group(self, meta, ch):
+        """`!(A ; B)` is `!A, !B`, and `!(a, b)` is `!a ; !b` (De Morgan, as Soufflé
+        negates a parenthesized body): a conjunction of groups whose alternatives are
+        negated literals, which the disjunction lowering expands like any other group."""
+        return self._negated(ch[1], self._span(meta))
+
+    def _negated(self, group, span) -> list:
+        alternatives = group.alternatives if isinstance(group, _Group) else [group]
+        out = []
+        for alt in alternatives:
+            items = _flatten(alt) if isinstance(alt, list) else [alt]
+            options = [self._negated_item(it, span) for it in items]
+            out.append(_Group(options) if len(options) > 1 else options[0])
+        return out
+
+    def _negated_item(self, item, span):
+        if isinstance(item, (_Group, list)):
+            return self._negated(item, span)
+        if isinstance(item, (Atom, NamedAtom)) and not item.delta:
+            return replace(item, negated=not item.negated)
+        if isinstance(item, Select):
+            return replace(item, expr=UnOp("!", item.expr, item.span))
+        self._error("syntax", "only atoms, negated atoms and conditions can be negated", span, "",
+                    "bind variables outside the negation: write !(a(x) ; b(x)) over variables bound before it")
+        return item
+
     # -- statements
     def time(self, meta, ch):
         return _Time(ch[1])
@@ -839,13 +865,19 @@ class _Builder(Transformer):
     def clause(self, meta, ch):
         words = [c for c in ch if isinstance(c, Token) and c.type == "NAME"]
         rest = [c for c in ch if not (isinstance(c, Token) and c.type == "NAME")]
-        head = rest[0]
+        heads = [c for c in rest if isinstance(c, (_RawCall, NamedAtom))]
         time = next((c.token for c in rest[1:] if isinstance(c, _Time)), None)
         body = next((c for c in rest[1:] if isinstance(c, list)), None)
         # A one-literal group `(a)` in a body comes back as a bare list: flatten it.
         if body is not None:
             body = _flatten(body)
-        return _Clause(words, head, time, body, self._span(meta))
+        if len(heads) > 1 and words:
+            self._error("syntax", "a rule with several heads takes no label", self._tspan(words[0]),
+                        words[0].value, "give each head its own labelled rule")
+        # `a(x), b(x) :- c(x).` (Soufflé): one rule per head, each with the whole body
+        clauses = [_Clause(words if i == 0 else [], head, time, body, self._span(meta))
+                   for i, head in enumerate(heads)]
+        return clauses[0] if len(clauses) == 1 else clauses
 
     def bound(self, meta, ch):
         tok = ch[0]
@@ -911,7 +943,10 @@ class _Builder(Transformer):
     def io(self, meta, ch):
         direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize",
                      "LIMITSIZE": "limitsize"}[ch[0].type]
-        return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
+        names = [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)]
+        params = tuple(c for c in ch[1:] if isinstance(c, tuple))
+        # `.output A, B`: one directive per relation, each with the parameters
+        return [IODirective(direction, n, params, self._span(meta)) for n in names]
 
     def plan(self, meta, ch):
         return Plan(ch[1].value, ch[2], tuple(ch[3:]), self._span(meta))

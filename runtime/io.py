@@ -67,9 +67,29 @@ def _convert(v, t):
     return v
 
 
+# A nullary relation (a proposition) holds the empty tuple or nothing. On Spark it has one
+# column, c0, always true: Spark SQL has no SELECT of no columns, and its DISTINCT over
+# no columns is a global aggregate that answers one row even for no input. The column is
+# Spark's only: the columnar evaluator holds zero columns, and what a user sees (outputs,
+# `Result.relations`, tuples) has none (`as_nullary`).
+UNIT = "c0"
+
+
+def unit_rows(rows: list) -> list:
+    """A nullary relation's tuples as Spark holds them: (True,) for the empty tuple."""
+    return [(True,) for _ in rows[:1]]
+
+
+def as_nullary(df):
+    """A nullary relation's Spark frame without its unit column, as users see it."""
+    return df.select()
+
+
 def schema_for(s: Storage, columns_values=None):
     from pyspark.sql import types as T
 
+    if s.arity == 0:
+        return T.StructType([T.StructField(UNIT, T.BooleanType(), False)])
     fields = []
     for i in range(s.arity):
         declared = DECLARED.get(s.types[i]) if s.types[i] != "any" else None
@@ -82,6 +102,8 @@ VALUES_LIMIT = 2000  # up to this many facts become an inline VALUES table (no R
 
 
 def facts_frame(spark, rows: list, s: Storage):
+    if s.arity == 0:
+        return spark.createDataFrame(unit_rows(rows), schema_for(s))
     schema = schema_for(s, list(zip(*rows)) if rows else None)
     data = [tuple(_convert(v, f.dataType) for v, f in zip(r, schema.fields)) for r in rows]
     if not data or len(data) > VALUES_LIMIT or s.arity == 0:
@@ -111,9 +133,11 @@ def facts_table(rows: list, s: Storage):
     import pandas as pd
     from pyspark.sql import types as T
 
+    if s.arity == 0:  # the columnar evaluator's proposition: no columns, a row when true
+        return pd.DataFrame(index=range(min(len(rows), 1)))
     schema = schema_for(s, list(zip(*rows)) if rows else None)
     dtypes = {T.LongType: "int64", T.DoubleType: "float64", T.BooleanType: "bool", T.StringType: "object"}
-    if s.arity == 0 or any(type(f.dataType) not in dtypes for f in schema.fields):
+    if any(type(f.dataType) not in dtypes for f in schema.fields):
         return None
     if any(v is None for r in rows for v in r):
         return None
@@ -207,16 +231,36 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
     files is collected once."""
     tables: dict = {}
     for f in files:
+        if _nullary(result, f.relation):
+            # Soufflé's writer: a true proposition is the line "()", a false one no line
+            text = b"()\n" if _holds_a_tuple(result, f.relation) else b""
+            _write(f.path, text)
+            continue
         if f.relation not in tables:
             tables[f.relation] = _arrow_table(result, f.relation)
         text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats))
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
-        target = Loc.of(f.path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
-        target.parent.mkdir()
-        target.write_bytes(text)
+        _write(f.path, text)
     return [f.path for f in files]
+
+
+def _write(path: str, text: bytes) -> None:
+    target = Loc.of(path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
+    target.parent.mkdir()
+    target.write_bytes(text)
+
+
+def _nullary(result, rel: str) -> bool:
+    s = result.dataflow.relations.get(rel)
+    return s is not None and s.arity == 0
+
+
+def _holds_a_tuple(result, rel: str) -> bool:
+    """Whether a relation holds a tuple: from the driver's table, else one Spark job."""
+    held = result.held
+    return bool(len(held[rel])) if rel in held else not result.relations[rel].isEmpty()
 
 
 def _text_bytes(lines) -> bytes:
