@@ -1323,9 +1323,13 @@ class _Lowering:
                                 for a in rule.head.args):
             rule = self._autoinc(rule, out)
         body = [self.resolve_literal(b) for b in rule.body]
-        outside: set = set(_outer_vars(rule.head))
+        # An aggregate groups by the variables the rest of the BODY shares with it. One
+        # the head uses but only the aggregate binds is Soufflé's witness: for min and
+        # max, a value of a tuple reaching the result (`_witnesses`); not a group.
+        outside: set = set()
         for lit in body:
             outside.update(_outer_vars(lit))
+        head_only = set(_outer_vars(rule.head)) - outside
         helpers: list = []
         lowered: list = []
         count = 0
@@ -1340,7 +1344,11 @@ class _Lowering:
                 results[id(agg)] = Var(f"_agg{count}", agg.span)
                 lowered.append(self._aggregate_helper(rule, body, i, agg, results[id(agg)], count, outside,
                                                       helpers))
+                lowered += self._witnesses(agg, results[id(agg)], head_only, outside, count)
             lowered.append(_with_aggregates_replaced(lit, results) if results else lit)
+        for i, lit in enumerate(body):  # after every literal: a witness binds nothing the rest uses
+            if isinstance(lit, BodyAggregate) and lit.var is not None:
+                lowered += self._witnesses(lit, lit.var, head_only, outside, i)
         head = rule.head
         results = {}
         for agg in _aggregate_terms(head):  # `r(x, count : { ... }) :- ...`
@@ -1348,10 +1356,40 @@ class _Lowering:
             results[id(agg)] = Var(f"_agg{count}", agg.span)
             lowered.append(self._aggregate_helper(rule, body, None, agg, results[id(agg)], count, outside,
                                                   helpers))
+            lowered += self._witnesses(agg, results[id(agg)], head_only, outside, count)
         if results:
             head = _with_aggregates_replaced(head, results)
         out.extend(helpers)
         self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
+
+    def _witnesses(self, agg: BodyAggregate, result: Var, head_only: set, outside: set, k: int) -> list:
+        """Soufflé's witnesses of `min E : { BODY }` (or max): variables of BODY that only
+        the head uses outside it. The aggregate is computed without them (they are not
+        grouping variables), and they take their values from the tuples of BODY whose E
+        equals the result: BODY again, its other variables renamed apart, and E = result.
+        count, sum and mean have no witness (Soufflé's error too)."""
+        witnesses = [v for v in _deep_vars(agg) if v in head_only]
+        if not witnesses:
+            return []
+        if agg.func not in ("min", "max") or agg.expr is None:
+            self.error("witness", f"variable {witnesses[0]} is bound only inside a {agg.func} aggregate, "
+                        "but the head uses it", agg.span, "",
+                        "bind it outside the aggregate too, or use min or max (whose witness it can be)")
+            return []
+        if any(not isinstance(b, (Atom, Select)) or _aggregate_terms(b) for b in agg.body):
+            self.error("witness", f"variable {witnesses[0]} is a witness of an aggregate whose body computes "
+                        "or aggregates: not supported yet", agg.span, "",
+                        "bind the witness in a rule of its own that joins the aggregate's result")
+            return []
+        mine = set(witnesses) | (set(_deep_vars(agg)) & outside)
+        rename = {v: f"{v}_w{k}" for v in _deep_vars(agg) if v not in mine}
+
+        def renamed(x):
+            if isinstance(x, Var):
+                return Var(rename.get(x.name, x.name), x.span)
+            return map_subterms(x, renamed)
+        again = [map_literal(b, renamed) for b in agg.body]
+        return again + [Select(BinOp("==", renamed(agg.expr), result, agg.span), agg.span)]
 
     def _rule_equalities(self, rule: Rule, out):
         rule = casts.normalized(replace(rule, body=tuple(_lower_equalities(list(rule.body)))), self.diagnostics.append)

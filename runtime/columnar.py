@@ -920,7 +920,7 @@ class Outcome:
     stopped: Optional[str] = None  # why a size limit ended the recursion early
 
 
-def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: int = 1000,
+def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: Optional[int] = None,
                 start: Optional[dict] = None, on_iteration=None) -> Outcome:
     """Evaluate one stratum. `tables`: every relation it reads from lower strata (and
     its seeds: facts and inputs of its own relations, by name). `start`: the starting

@@ -47,7 +47,9 @@ from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratu
 from .io import plain as _plain
 from .sql import DIALECT, coalesced, list_free, rule_select, select_all, subquery, table, union_all
 
-DEFAULT_MAX_ITERATIONS = 1000
+# A user program runs to its fixpoint, as in Soufflé: no iteration limit unless asked
+# (`--max-iterations N`, `run(max_iterations=N)`). The stages keep theirs (bootstrap/stage.py).
+DEFAULT_MAX_ITERATIONS = None
 COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans stay short
 # SQL mode: a relation read by several rules becomes a leaf (one more round of Spark
 # planning, ~20-40 ms) when inlining it would add more plan nodes than this to the
@@ -215,7 +217,7 @@ LOCATED_CONF = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
-        max_iterations: int = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
+        max_iterations: Optional[int] = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
         one_partition: bool = False, scope: Optional[SqlScope] = None, small_rows: Optional[int] = None) -> Result:
     """Evaluate `dataflow`. `inputs` maps relation names to DataFrames (columns by
     position). `local=False` runs every stratum on Spark's SQL path, the recursive ones

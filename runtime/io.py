@@ -238,12 +238,18 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
             continue
         if f.relation not in tables:
             tables[f.relation] = _arrow_table(result, f.relation)
-        text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats))
+        text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats, getattr(f, "quoted", False),
+                                    _unsigned_columns(result, f.relation)))
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
         _write(f.path, text)
     return [f.path for f in files]
+
+
+def _unsigned_columns(result, rel: str) -> set:
+    s = result.dataflow.relations.get(rel)
+    return {i for i, t in enumerate(s.types) if t == "unsigned"} if s is not None else set()
 
 
 def _write(path: str, text: bytes) -> None:
@@ -317,15 +323,21 @@ def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
     return csv_text(table, sep, souffle_floats).to_pylist()
 
 
-def csv_text(table, sep: str, souffle_floats: bool = False):
-    """`csv_lines` as an Arrow string array."""
+def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False, unsigned=frozenset()):
+    """`csv_lines` as an Arrow string array. `quoted` (Soufflé's rfc4180=true): every
+    text value in double quotes, a quote inside it doubled (RFC 4180). `unsigned`: the
+    positions of unsigned columns, written as Soufflé writes them, modulo 2^64 (numbers
+    are 64 bits here): to_unsigned(-1) is 18446744073709551615, not -1."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     columns = []
-    for col in table.columns:
+    for i, col in enumerate(table.columns):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         t = col.type
+        if i in unsigned and pa.types.is_signed_integer(t):
+            col = _as_unsigned(col)
+            t = col.type
         if pa.types.is_boolean(t):
             text = pc.if_else(col, "true", "false")
         elif pa.types.is_floating(t):  # Arrow prints 2.0 as "2"; Python as "2.0"
@@ -335,12 +347,25 @@ def csv_text(table, sep: str, souffle_floats: bool = False):
                             mask=col.is_null().to_numpy(zero_copy_only=False))
         else:
             text = pc.cast(col, pa.string())
+            if quoted and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+                text = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
         columns.append(pc.fill_null(text, ""))
     if not columns:
         return pa.array([""] * table.num_rows, pa.string())
     texts = pa.table({f"t{i}": c for i, c in enumerate(columns)})
     texts = texts.sort_by([(name, "ascending") for name in texts.column_names])
     return pc.binary_join_element_wise(*texts.columns, sep) if len(columns) > 1 else texts.column(0)
+
+
+def _as_unsigned(col):
+    """A signed 64-bit column as unsigned: a negative value wraps to 2^64 + value."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = col.to_numpy(zero_copy_only=False)
+    mask = col.is_null().to_numpy(zero_copy_only=False)
+    wrapped = np.where(mask, 0, values).astype(np.int64).view(np.uint64)
+    return pa.array(wrapped, pa.uint64(), mask=mask)
 
 
 def _text(v) -> str:
