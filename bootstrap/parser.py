@@ -318,12 +318,12 @@ def _expected(expected: set, literal_start: bool = False) -> str:
     """A short list of what would have been accepted, in the user's terms."""
     exp = set(expected) - _NOISE
     parts: list = []
-    if "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
+    if "_DOT" in exp and "_IF" in exp:  # after a head (a `,` there starts another head)
+        parts.append("':-' to start a rule body or '.' to end the fact")
+        exp -= {"_DOT", "_IF", "AT", "_COMMA"}
+    elif "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
         parts.append("',' before another literal or '.' to end the rule")
         exp -= {"_DOT", "_COMMA", "_SEMI"}
-    elif "_DOT" in exp and "_IF" in exp:
-        parts.append("':-' to start a rule body or '.' to end the fact")
-        exp -= {"_DOT", "_IF", "AT"}
     if "NAME" in exp and exp & _STATEMENT_START:
         parts.append("a statement (a rule, a fact or a declaration)")
         exp -= {"NAME"} | _STATEMENT_START

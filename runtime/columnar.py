@@ -321,8 +321,9 @@ def evaluate_rule(rule: RulePlan, read: Callable):
                                               _without_null_keys(atom.frame()[keys], keys).drop_duplicates())
                     hit = left.merge(right, on=keys, how="left", indicator=True)
                     bound = bound.where((hit["_merge"] == "left_only").to_numpy())
-            elif not atom.cols:  # a nullary atom (a proposition), or constants only: true or false
-                bound = bound if len(atom) else bound.where(np.zeros(len(bound), dtype=bool))
+            elif not atom.cols:  # binds nothing (a proposition, constants, wildcards): each of its
+                # tuples is one more valuation per row, as a cross join gives them (count<*> counts them)
+                bound = bound.take(np.repeat(np.arange(len(bound)), len(atom)))
             elif not bound.cols:  # nothing bound yet (one valuation, or none)
                 bound = atom if len(bound) else atom.where(np.zeros(len(atom), dtype=bool))
             elif keys:

@@ -147,3 +147,18 @@ def test_a_recursion_runs_to_its_fixpoint_without_a_limit_unless_asked():
     assert len(columnar.run_stratum(st, flow.relations, seeds).tables["n"]) == 2501
     with pytest.raises(semantics.NoFixpoint):
         columnar.run_stratum(st, flow.relations, seeds, max_iterations=100)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_proposition_is_written_as_soufflé_writes_it(spark, backend, tmp_path):
+    """The line "()" when true, nothing when false; the relation as a DataFrame has no columns."""
+    from evita.runtime.inputs import OutputFile
+    from evita.runtime.io import write_text_outputs
+
+    _, result = run_planned(spark, NULLARY, "t.dl", backend)
+    write_text_outputs(result, [OutputFile("a", str(tmp_path / "a.csv"), "\t", False),
+                                OutputFile("never", str(tmp_path / "never.csv"), "\t", False)])
+    assert (tmp_path / "a.csv").read_text() == "()\n"
+    assert (tmp_path / "never.csv").read_text() == ""
+    assert result.relations["a"].columns == [] and result.relations["a"].count() == 1
+    assert result.rows("a") == [()] and result.rows("never") == []
