@@ -218,9 +218,9 @@ def stage_options() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
     p.add_argument("--choose", action="append", default=[], metavar="GROUP=STAGE",
                    help="pick STAGE among the alternatives of GROUP")
-    p.add_argument("--max-iterations", type=int, default=1000, metavar="N",
-                   help="the most iterations any one fixpoint may take (default 1000): each recursive stratum of "
-                        "the program's run, and of each stage as it compiles")
+    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help="stop a recursion that has not reached its fixpoint after N iterations "
+                        "(default: no limit for the program, 1000 for each stage)")
     return p
 
 
@@ -443,7 +443,7 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     try:
         with phase("compile: stages"):
             comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
-                                   only=args.only, choose=choose, max_iterations=args.max_iterations)
+                                   only=args.only, choose=choose, max_iterations=args.max_iterations or 1000)
     except StageFailure as e:
         versions = e.versions or [Version(0, "parse", rows)]
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)

@@ -14,6 +14,7 @@ is an exact power.
 from __future__ import annotations
 
 import math
+import re
 from typing import Optional
 
 from .builtins import canonical, lookup
@@ -136,6 +137,74 @@ def _call(name: str, args: list, term) -> Optional[Const]:
         return _number(BITWISE[name](*(a.value for a in args)), term)
     if name == "pow" and len(args) == 2 and _numeric(*args):
         return _number(power(args[0].value, args[1].value), term)
-    if name == "cat" and all(a.type == STRING for a in args):
-        return Const("".join(a.value for a in args), STRING, term.span)
+    if name == "cat" and all(a.type in (STRING, INT) for a in args):  # a number as its text, as in rules
+        return Const("".join(str(a.value) for a in args), STRING, term.span)
+    folded = _FUNCTORS.get(name)
+    if folded is not None:
+        value = folded(*args)
+        if value is not None:
+            return value if isinstance(value, Const) else _constant(value, term)
     return None
+
+
+def _constant(value, term) -> Const:
+    if isinstance(value, str):
+        return Const(value, STRING, term.span)
+    return _number(value, term)
+
+
+_WHOLE = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def _to_number(a: Const):
+    """Soufflé's to_number (and to_unsigned, stored as a signed number here): a float
+    truncates toward 0; a symbol must spell a whole number (else the fact has no value)."""
+    if a.type == INT:
+        return a.value
+    if a.type == FLOAT:
+        return int(a.value)
+    if a.type == STRING and _WHOLE.fullmatch(a.value):
+        return int(a.value)
+    raise FoldError(f"to_number: {a.value!r} is not a whole number")
+
+
+def _to_float(a: Const):
+    if a.type in (INT, FLOAT):
+        return Const(float(a.value), FLOAT)
+    try:
+        return Const(float(a.value), FLOAT)
+    except ValueError:
+        raise FoldError(f"to_float: {a.value!r} is not a number") from None
+
+
+def _substr(s: Const, i: Const, n: Const):
+    """As the rules compute it (runtime/sql.py `_substr`, C++'s std::string::substr)."""
+    if s.type != STRING or i.type != INT or n.type != INT:
+        return None
+    if i.value < 0 or i.value > len(s.value):
+        return ""
+    return s.value[i.value:] if n.value < 0 else s.value[i.value:i.value + n.value]
+
+
+def _extreme(pick):
+    def fold_it(*args):
+        kinds = {a.type for a in args}
+        if kinds <= {INT, FLOAT} or kinds == {STRING}:
+            return Const(pick(a.value for a in args), FLOAT if FLOAT in kinds else next(iter(kinds)))
+        return None
+    return fold_it
+
+
+# Functors a fact may hold (Soufflé folds them): the value the rules would compute.
+# A float's text is not among them: Spark writes it as Java does (1.0E20), not as Python.
+_FUNCTORS = {
+    "to_number": _to_number,
+    "to_unsigned": _to_number,
+    "to_float": _to_float,
+    "to_string": lambda a: str(a.value) if a.type in (INT, STRING) else None,
+    "strlen": lambda a: len(a.value) if a.type == STRING else None,
+    "substr": _substr,
+    "abs": lambda a: abs(a.value) if a.type == INT else (Const(abs(a.value), FLOAT) if a.type == FLOAT else None),
+    "min": _extreme(min),
+    "max": _extreme(max),
+}

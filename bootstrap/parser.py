@@ -320,12 +320,12 @@ def _expected(expected: set, literal_start: bool = False) -> str:
     """A short list of what would have been accepted, in the user's terms."""
     exp = set(expected) - _NOISE
     parts: list = []
-    if "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
+    if "_DOT" in exp and "_IF" in exp:  # after a head (a `,` there starts another head)
+        parts.append("':-' to start a rule body or '.' to end the fact")
+        exp -= {"_DOT", "_IF", "AT", "_COMMA"}
+    elif "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
         parts.append("',' before another literal or '.' to end the rule")
         exp -= {"_DOT", "_COMMA", "_SEMI"}
-    elif "_DOT" in exp and "_IF" in exp:
-        parts.append("':-' to start a rule body or '.' to end the fact")
-        exp -= {"_DOT", "_IF", "AT"}
     if "NAME" in exp and exp & _STATEMENT_START:
         parts.append("a statement (a rule, a fact or a declaration)")
         exp -= {"NAME"} | _STATEMENT_START
@@ -834,6 +834,32 @@ class _Builder(Transformer):
     def body(self, meta, ch):
         return ch[0] if len(ch) == 1 else [_Group(list(ch))]
 
+    def neg_group(self, meta, ch):
+        """`!(A ; B)` is `!A, !B`, and `!(a, b)` is `!a ; !b` (De Morgan, as Soufflé
+        negates a parenthesized body): a conjunction of groups whose alternatives are
+        negated literals, which the disjunction lowering expands like any other group."""
+        return self._negated(ch[1], self._span(meta))
+
+    def _negated(self, group, span) -> list:
+        alternatives = group.alternatives if isinstance(group, _Group) else [group]
+        out = []
+        for alt in alternatives:
+            items = _flatten(alt) if isinstance(alt, list) else [alt]
+            options = [self._negated_item(it, span) for it in items]
+            out.append(_Group(options) if len(options) > 1 else options[0])
+        return out
+
+    def _negated_item(self, item, span):
+        if isinstance(item, (_Group, list)):
+            return self._negated(item, span)
+        if isinstance(item, (Atom, NamedAtom)) and not item.delta:
+            return replace(item, negated=not item.negated)
+        if isinstance(item, Select):
+            return replace(item, expr=UnOp("!", item.expr, item.span))
+        self._error("syntax", "only atoms, negated atoms and conditions can be negated", span, "",
+                    "bind variables outside the negation: write !(a(x) ; b(x)) over variables bound before it")
+        return item
+
     # -- statements
     def time(self, meta, ch):
         return _Time(ch[1])
@@ -841,13 +867,19 @@ class _Builder(Transformer):
     def clause(self, meta, ch):
         words = [c for c in ch if isinstance(c, Token) and c.type == "NAME"]
         rest = [c for c in ch if not (isinstance(c, Token) and c.type == "NAME")]
-        head = rest[0]
+        heads = [c for c in rest if isinstance(c, (_RawCall, NamedAtom))]
         time = next((c.token for c in rest[1:] if isinstance(c, _Time)), None)
         body = next((c for c in rest[1:] if isinstance(c, list)), None)
         # A one-literal group `(a)` in a body comes back as a bare list: flatten it.
         if body is not None:
             body = _flatten(body)
-        return _Clause(words, head, time, body, self._span(meta))
+        if len(heads) > 1 and words:
+            self._error("syntax", "a rule with several heads takes no label", self._tspan(words[0]),
+                        words[0].value, "give each head its own labelled rule")
+        # `a(x), b(x) :- c(x).` (Soufflé): one rule per head, each with the whole body
+        clauses = [_Clause(words if i == 0 else [], head, time, body, self._span(meta))
+                   for i, head in enumerate(heads)]
+        return clauses[0] if len(clauses) == 1 else clauses
 
     def bound(self, meta, ch):
         tok = ch[0]
@@ -913,7 +945,10 @@ class _Builder(Transformer):
     def io(self, meta, ch):
         direction = {"INPUT": "input", "OUTPUT": "output", "PRINTSIZE": "printsize",
                      "LIMITSIZE": "limitsize"}[ch[0].type]
-        return IODirective(direction, ch[1], tuple(ch[2:]), self._span(meta))
+        names = [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)]
+        params = tuple(c for c in ch[1:] if isinstance(c, tuple))
+        # `.output A, B`: one directive per relation, each with the parameters
+        return [IODirective(direction, n, params, self._span(meta)) for n in names]
 
     def plan(self, meta, ch):
         return Plan(ch[1].value, ch[2], tuple(ch[3:]), self._span(meta))
@@ -1291,9 +1326,13 @@ class _Lowering:
                                 for a in rule.head.args):
             rule = self._autoinc(rule, out)
         body = [self.resolve_literal(b) for b in rule.body]
-        outside: set = set(_outer_vars(rule.head))
+        # An aggregate groups by the variables the rest of the BODY shares with it. One
+        # the head uses but only the aggregate binds is Soufflé's witness: for min and
+        # max, a value of a tuple reaching the result (`_witnesses`); not a group.
+        outside: set = set()
         for lit in body:
             outside.update(_outer_vars(lit))
+        head_only = set(_outer_vars(rule.head)) - outside
         helpers: list = []
         lowered: list = []
         count = 0
@@ -1308,7 +1347,11 @@ class _Lowering:
                 results[id(agg)] = Var(f"_agg{count}", agg.span)
                 lowered.append(self._aggregate_helper(rule, body, i, agg, results[id(agg)], count, outside,
                                                       helpers))
+                lowered += self._witnesses(agg, results[id(agg)], head_only, outside, count)
             lowered.append(_with_aggregates_replaced(lit, results) if results else lit)
+        for i, lit in enumerate(body):  # after every literal: a witness binds nothing the rest uses
+            if isinstance(lit, BodyAggregate) and lit.var is not None:
+                lowered += self._witnesses(lit, lit.var, head_only, outside, i)
         head = rule.head
         results = {}
         for agg in _aggregate_terms(head):  # `r(x, count : { ... }) :- ...`
@@ -1316,10 +1359,40 @@ class _Lowering:
             results[id(agg)] = Var(f"_agg{count}", agg.span)
             lowered.append(self._aggregate_helper(rule, body, None, agg, results[id(agg)], count, outside,
                                                   helpers))
+            lowered += self._witnesses(agg, results[id(agg)], head_only, outside, count)
         if results:
             head = _with_aggregates_replaced(head, results)
         out.extend(helpers)
         self._rule_equalities(replace(rule, head=head, body=tuple(lowered)), out)
+
+    def _witnesses(self, agg: BodyAggregate, result: Var, head_only: set, outside: set, k: int) -> list:
+        """Soufflé's witnesses of `min E : { BODY }` (or max): variables of BODY that only
+        the head uses outside it. The aggregate is computed without them (they are not
+        grouping variables), and they take their values from the tuples of BODY whose E
+        equals the result: BODY again, its other variables renamed apart, and E = result.
+        count, sum and mean have no witness (Soufflé's error too)."""
+        witnesses = [v for v in _deep_vars(agg) if v in head_only]
+        if not witnesses:
+            return []
+        if agg.func not in ("min", "max") or agg.expr is None:
+            self.error("witness", f"variable {witnesses[0]} is bound only inside a {agg.func} aggregate, "
+                        "but the head uses it", agg.span, "",
+                        "bind it outside the aggregate too, or use min or max (whose witness it can be)")
+            return []
+        if any(not isinstance(b, (Atom, Select)) or _aggregate_terms(b) for b in agg.body):
+            self.error("witness", f"variable {witnesses[0]} is a witness of an aggregate whose body computes "
+                        "or aggregates: not supported yet", agg.span, "",
+                        "bind the witness in a rule of its own that joins the aggregate's result")
+            return []
+        mine = set(witnesses) | (set(_deep_vars(agg)) & outside)
+        rename = {v: f"{v}_w{k}" for v in _deep_vars(agg) if v not in mine}
+
+        def renamed(x):
+            if isinstance(x, Var):
+                return Var(rename.get(x.name, x.name), x.span)
+            return map_subterms(x, renamed)
+        again = [map_literal(b, renamed) for b in agg.body]
+        return again + [Select(BinOp("==", renamed(agg.expr), result, agg.span), agg.span)]
 
     def _rule_equalities(self, rule: Rule, out):
         rule = casts.normalized(replace(rule, body=tuple(_lower_equalities(list(rule.body)))), self.diagnostics.append)

@@ -559,6 +559,9 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
     rows: dict = {n: [] for n in names}
     parts = []
     for i, name in enumerate(names):
+        if (columns or {}).get(name) == [] and frames[name] is not None:  # a proposition: true or false
+            rows[name] = [[]] if not frames[name].isEmpty() else []
+            continue
         first = _first_rows(held[name], limit + 1) if held and name in held else None
         if first is None and frames[name] is None:  # no Spark frame to order them: the first held
             first = [[list(v) if isinstance(v, tuple) else v for v in row]
@@ -582,8 +585,12 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
         table = Table(title=Text(f"{name}" + (f" (first {plural(limit, 'row')})" if len(got) > limit
                                               else f" ({plural(len(got), 'row')})")),
                       min_width=len(name) + 12)
-        for c in (columns or {}).get(name) or frames[name].columns:
+        names_of = (columns or {}).get(name)  # [] for a nullary relation: it has no columns
+        for c in names_of if names_of is not None else frames[name].columns:
             table.add_column(c)
+        if not table.columns:  # a proposition: one row "()" when it holds
+            table.add_column("()")
+            got = [["()"] for _ in got]
         for r in sorted(got[:limit], key=row_key):  # by the columns' types: 2 before 10
             table.add_row(*[Text(_cell(v)) for v in r])
         console.print(table)

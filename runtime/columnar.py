@@ -321,6 +321,9 @@ def evaluate_rule(rule: RulePlan, read: Callable):
                                               _without_null_keys(atom.frame()[keys], keys).drop_duplicates())
                     hit = left.merge(right, on=keys, how="left", indicator=True)
                     bound = bound.where((hit["_merge"] == "left_only").to_numpy())
+            elif not atom.cols:  # binds nothing (a proposition, constants, wildcards): each of its
+                # tuples is one more valuation per row, as a cross join gives them (count<*> counts them)
+                bound = bound.take(np.repeat(np.arange(len(bound)), len(atom)))
             elif not bound.cols:  # nothing bound yet (one valuation, or none)
                 bound = atom if len(bound) else atom.where(np.zeros(len(atom), dtype=bool))
             elif keys:
@@ -345,7 +348,8 @@ def evaluate_rule(rule: RulePlan, read: Callable):
         if isinstance(a, S.Aggregate):
             a = S.Const(1, S.INT) if a.arg is None else a.arg
         out[f"c{i}"] = _full(_vector(a, bound), len(bound))
-    return pd.DataFrame(out)
+    # a nullary head (a proposition) derives one empty tuple per valuation: the frame's rows
+    return pd.DataFrame(out) if out else pd.DataFrame(index=range(len(bound)))
 
 
 def _as_doubles(left, right, keys=None):
@@ -730,6 +734,8 @@ class PandasTables(semantics.Tables):
     def distinct(self, s: Storage, t):
         if len(t) < 2:  # distinct already (most relations of a timestep hold a tuple or none)
             return t.reset_index(drop=True)
+        if not len(t.columns):  # a true proposition holds the empty tuple once
+            return t.iloc[:1].reset_index(drop=True)
         return t.drop_duplicates(ignore_index=True)
 
     def aggregate(self, s: Storage, t):
@@ -895,6 +901,8 @@ def _keys(df):
     import numpy as np
     import pandas as pd
 
+    if df.shape[1] == 0:  # the empty tuple: one key, whatever the rows
+        return np.zeros(len(df), dtype=np.int64)
     columns = [df[c].to_numpy() for c in df.columns] if df.shape[1] <= 2 else None
     ints = columns is not None and all(c.dtype.kind in "iu" for c in columns)
     if ints and len(columns) == 1:
@@ -917,7 +925,7 @@ class Outcome:
     stopped: Optional[str] = None  # why a size limit ended the recursion early
 
 
-def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: int = 1000,
+def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: Optional[int] = None,
                 start: Optional[dict] = None, on_iteration=None) -> Outcome:
     """Evaluate one stratum. `tables`: every relation it reads from lower strata (and
     its seeds: facts and inputs of its own relations, by name). `start`: the starting

@@ -47,7 +47,9 @@ from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratu
 from .io import plain as _plain
 from .sql import DIALECT, coalesced, list_free, rule_select, select_all, subquery, table, union_all
 
-DEFAULT_MAX_ITERATIONS = 1000
+# A user program runs to its fixpoint, as in Soufflé: no iteration limit unless asked
+# (`--max-iterations N`, `run(max_iterations=N)`). The stages keep theirs (bootstrap/stage.py).
+DEFAULT_MAX_ITERATIONS = None
 COMPACT_EVERY = 8  # re-cache a growing union of deltas this often, so plans stay short
 # SQL mode: a relation read by several rules becomes a leaf (one more round of Spark
 # planning, ~20-40 ms) when inlining it would add more plan nodes than this to the
@@ -94,13 +96,16 @@ class Result:
 
     def rows(self, name: str) -> list:
         """The relation's tuples, sorted, arrays as tuples (one more action)."""
+        if self.dataflow.relations[name].arity == 0:  # a proposition: the empty tuple, or none
+            return [()] if not self.relations[name].isEmpty() else []
         return sorted((_plain(tuple(r)) for r in self.relations[name].collect()), key=_sort_key)
 
     def tuples(self, names=None) -> dict:
         """relation -> set of tuples for several relations with a single Spark action."""
         names = list(self.relations) if names is None else list(names)
         got = self.engine.scope.collect([(n, self.table(n)) for n in names], self.engine.one_partition)
-        return {n: got[n] for n in names}
+        # a proposition's tuples carry Spark's unit column (io.UNIT): the empty tuple to users
+        return {n: {()} if got[n] and self.dataflow.relations[n].arity == 0 else got[n] for n in names}
 
     def traffic(self) -> list:
         """Per location: tuples sent, received and derived locally (`runtime.traffic`;
@@ -213,7 +218,7 @@ LOCATED_CONF = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
-        max_iterations: int = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
+        max_iterations: Optional[int] = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
         one_partition: bool = False, scope: Optional[SqlScope] = None, small_rows: Optional[int] = None) -> Result:
     """Evaluate `dataflow`. `inputs` maps relation names to DataFrames (columns by
     position). `local=False` runs every stratum on Spark's SQL path, the recursive ones
@@ -423,6 +428,8 @@ class _Engine:
             raise columnar.Unsupported(f"{name} is estimated at {estimate} bytes")
         self._actions += 1
         table = columnar.checked(df.toPandas())
+        if self.df.relations[name].arity == 0 if name in self.df.relations else False:
+            table = table[[]]  # Spark's unit column (io.UNIT) is not the evaluator's
         if keep:
             self.tables[name] = table
         return table
@@ -436,6 +443,10 @@ class _Engine:
 
         if not len(table):
             return empty_frame(self.spark, s)
+        if s.arity == 0:  # a true proposition: Spark's unit column (io.UNIT)
+            from .io import facts_frame
+
+            return facts_frame(self.spark, [()], s)
         from .io import _infer
 
         kinds = {"i": T.LongType(), "u": T.LongType(), "f": T.DoubleType(), "b": T.BooleanType(), "O": T.StringType()}
@@ -522,6 +533,12 @@ class _Engine:
         if isinstance(given, SqlInput):
             cte = self.define(coalesced(given.query))
             return cte if self.sql_mode else self.frame(cte)  # a program with lists runs on DataFrames
+        if s.arity == 0:  # a proposition given as rows of no columns: true when there is one
+            from pyspark.sql import functions as F
+
+            from .io import UNIT
+
+            return given.limit(1).select(F.lit(True).alias(UNIT))
         return given.toDF(*[f"c{i}" for i in range(s.arity)])
 
     def seeds(self, name: str) -> list:
@@ -1079,7 +1096,13 @@ class _Named(Mapping):
 
     def __getitem__(self, name):
         if name not in self._named:
-            self._named[name] = self._engine.frame(self._engine.full[name]).toDF(*self._columns[name])
+            frame = self._engine.frame(self._engine.full[name])
+            if not self._columns[name]:  # a proposition: no columns (Spark's unit column dropped)
+                from .io import as_nullary
+
+                self._named[name] = as_nullary(frame)
+            else:
+                self._named[name] = frame.toDF(*self._columns[name])
         return self._named[name]
 
     def __iter__(self):

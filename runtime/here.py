@@ -146,7 +146,7 @@ class SparkFrames(Mapping):
         return len(self.result.held)
 
 
-def run_here(flow, inputs: dict, *, max_iterations: int = 1000) -> HereResult:
+def run_here(flow, inputs: dict, *, max_iterations: Optional[int] = None) -> HereResult:
     """Every stratum of `flow` in the columnar backend over `inputs` (relation -> pandas
     table, columns c0, c1, ...). Raises NotHere where only Spark decides, and the same
     no-fixpoint error as every strategy at the iteration limit."""

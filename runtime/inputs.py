@@ -25,7 +25,7 @@ from ..catalog.fs import Loc, joined
 COMMAND_LINE = S.Span("<command line>", 0, 0)
 # The parameters Evita reads, per direction (Soufflé's names and meanings).
 IO_PARAMS = {"input": ("IO", "filename", "delimiter", "headers", "rfc4180"),
-             "output": ("IO", "filename", "delimiter", "headers"),
+             "output": ("IO", "filename", "delimiter", "headers", "rfc4180"),
              "printsize": (),
              "limitsize": ("n",)}
 # Soufflé's parameters and IO kinds Evita knows of but does not implement yet.
@@ -55,6 +55,7 @@ class OutputFile:
     path: str
     delimiter: str
     headers: bool
+    quoted: bool = False  # Soufflé rfc4180=true: each symbol written in "...", a quote inside doubled
 
 
 def parse_input_option(text: str) -> tuple:
@@ -112,9 +113,13 @@ def check_io_params(program: S.Program) -> list:
                     f"parameters Evita reads here: {', '.join(IO_PARAMS[d.direction]) or 'none'}")
             elif key in ("headers", "rfc4180") and str(value) not in ("true", "false"):
                 bad(key, f"{key}={value} is neither true nor false", f"write {key}=true or {key}=false")
-        if "delimiter" in params and len(_unescape(str(params["delimiter"]))) != 1:
-            bad("delimiter", f"the delimiter must be one character, got {params['delimiter']!r}",
+        # Soufflé splits on the whole delimiter, so it may be several characters (", ")
+        if "delimiter" in params and not _unescape(str(params["delimiter"])):
+            bad("delimiter", "the delimiter is empty",
                 'for example delimiter="\\t" or delimiter=","', str(params["delimiter"]))
+        elif "delimiter" in params and str(params.get("rfc4180")) == "true" and '"' in _unescape(str(params["delimiter"])):
+            bad("delimiter", "with rfc4180=true the delimiter cannot hold a quote", 'for example delimiter=","',
+                str(params["delimiter"]))
         if d.direction == "limitsize":
             if "n" not in params:
                 out.append(Diagnostic("io-param", f".limitsize {d.relation}: the size limit n= is missing",
@@ -145,8 +150,10 @@ def output_files(program: S.Program, directory: str, outputs=None) -> list:
         if d.direction != "output" or (outputs is not None and d.relation not in outputs):
             continue
         params = dict(d.params)
+        quoted = str(params.get("rfc4180")) == "true"
         files.append(OutputFile(d.relation, joined(directory, str(params.get("filename", f"{d.relation}.csv"))),
-                                _unescape(str(params.get("delimiter", "\t"))), str(params.get("headers")) == "true"))
+                                _unescape(str(params.get("delimiter", "," if quoted else "\t"))),
+                                str(params.get("headers")) == "true", quoted))
     return files
 
 

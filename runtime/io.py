@@ -67,9 +67,29 @@ def _convert(v, t):
     return v
 
 
+# A nullary relation (a proposition) holds the empty tuple or nothing. On Spark it has one
+# column, c0, always true: Spark SQL has no SELECT of no columns, and its DISTINCT over
+# no columns is a global aggregate that answers one row even for no input. The column is
+# Spark's only: the columnar evaluator holds zero columns, and what a user sees (outputs,
+# `Result.relations`, tuples) has none (`as_nullary`).
+UNIT = "c0"
+
+
+def unit_rows(rows: list) -> list:
+    """A nullary relation's tuples as Spark holds them: (True,) for the empty tuple."""
+    return [(True,) for _ in rows[:1]]
+
+
+def as_nullary(df):
+    """A nullary relation's Spark frame without its unit column, as users see it."""
+    return df.select()
+
+
 def schema_for(s: Storage, columns_values=None):
     from pyspark.sql import types as T
 
+    if s.arity == 0:
+        return T.StructType([T.StructField(UNIT, T.BooleanType(), False)])
     fields = []
     for i in range(s.arity):
         declared = DECLARED.get(s.types[i]) if s.types[i] != "any" else None
@@ -82,6 +102,8 @@ VALUES_LIMIT = 2000  # up to this many facts become an inline VALUES table (no R
 
 
 def facts_frame(spark, rows: list, s: Storage):
+    if s.arity == 0:
+        return spark.createDataFrame(unit_rows(rows), schema_for(s))
     schema = schema_for(s, list(zip(*rows)) if rows else None)
     data = [tuple(_convert(v, f.dataType) for v, f in zip(r, schema.fields)) for r in rows]
     if not data or len(data) > VALUES_LIMIT or s.arity == 0:
@@ -111,9 +133,11 @@ def facts_table(rows: list, s: Storage):
     import pandas as pd
     from pyspark.sql import types as T
 
+    if s.arity == 0:  # the columnar evaluator's proposition: no columns, a row when true
+        return pd.DataFrame(index=range(min(len(rows), 1)))
     schema = schema_for(s, list(zip(*rows)) if rows else None)
     dtypes = {T.LongType: "int64", T.DoubleType: "float64", T.BooleanType: "bool", T.StringType: "object"}
-    if s.arity == 0 or any(type(f.dataType) not in dtypes for f in schema.fields):
+    if any(type(f.dataType) not in dtypes for f in schema.fields):
         return None
     if any(v is None for r in rows for v in r):
         return None
@@ -207,9 +231,15 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
     files is collected once."""
     tables: dict = {}
     for f in files:
+        if _nullary(result, f.relation):
+            # Soufflé's writer: a true proposition is the line "()", a false one no line
+            text = b"()\n" if _holds_a_tuple(result, f.relation) else b""
+            _write_output(f.path, text)
+            continue
         if f.relation not in tables:
             tables[f.relation] = _arrow_table(result, f.relation)
-        text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats))
+        text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats, getattr(f, "quoted", False),
+                                    _unsigned_columns(result, f.relation)))
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
@@ -233,6 +263,22 @@ def _write_output(path: str, text: bytes) -> None:
                                      f"{e.strerror or e}", COMMAND_LINE, str(path),
                                      "give -D a folder you may write to (it is made if missing)")]) from None
     outcome.wrote(path)
+
+
+def _unsigned_columns(result, rel: str) -> set:
+    s = result.dataflow.relations.get(rel)
+    return {i for i, t in enumerate(s.types) if t == "unsigned"} if s is not None else set()
+
+
+def _nullary(result, rel: str) -> bool:
+    s = result.dataflow.relations.get(rel)
+    return s is not None and s.arity == 0
+
+
+def _holds_a_tuple(result, rel: str) -> bool:
+    """Whether a relation holds a tuple: from the driver's table, else one Spark job."""
+    held = result.held
+    return bool(len(held[rel])) if rel in held else not result.relations[rel].isEmpty()
 
 
 def _text_bytes(lines) -> bytes:
@@ -290,8 +336,11 @@ def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
     return csv_text(table, sep, souffle_floats).to_pylist()
 
 
-def csv_text(table, sep: str, souffle_floats: bool = False):
-    """`csv_lines` as an Arrow string array."""
+def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False, unsigned=frozenset()):
+    """`csv_lines` as an Arrow string array. `quoted` (Soufflé's rfc4180=true): every
+    text value in double quotes, a quote inside it doubled (RFC 4180). `unsigned`: the
+    positions of unsigned columns, written as Soufflé writes them, modulo 2^64 (numbers
+    are 64 bits here): to_unsigned(-1) is 18446744073709551615, not -1."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -299,9 +348,12 @@ def csv_text(table, sep: str, souffle_floats: bool = False):
 
     table = sorted_table(table)  # by the columns' types (numbers numerically), before they become text
     columns = []
-    for col in table.columns:
+    for i, col in enumerate(table.columns):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         t = col.type
+        if i in unsigned and pa.types.is_signed_integer(t):
+            col = _as_unsigned(col)
+            t = col.type
         if pa.types.is_boolean(t):
             text = pc.if_else(col, "true", "false")
         elif pa.types.is_floating(t):  # Arrow prints 2.0 as "2"; Python as "2.0"
@@ -311,10 +363,23 @@ def csv_text(table, sep: str, souffle_floats: bool = False):
                             mask=col.is_null().to_numpy(zero_copy_only=False))
         else:
             text = pc.cast(col, pa.string())
+            if quoted and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+                text = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
         columns.append(pc.fill_null(text, ""))
     if not columns:
         return pa.array([""] * table.num_rows, pa.string())
     return pc.binary_join_element_wise(*columns, sep) if len(columns) > 1 else columns[0]
+
+
+def _as_unsigned(col):
+    """A signed 64-bit column as unsigned: a negative value wraps to 2^64 + value."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = col.to_numpy(zero_copy_only=False)
+    mask = col.is_null().to_numpy(zero_copy_only=False)
+    wrapped = np.where(mask, 0, values).astype(np.int64).view(np.uint64)
+    return pa.array(wrapped, pa.uint64(), mask=mask)
 
 
 def _text(v) -> str:

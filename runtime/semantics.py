@@ -223,7 +223,7 @@ class Fixpoint:
 
 
 def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: dict, derive: Callable, *,
-             max_iterations: int, on_round: Optional[Callable] = None) -> Fixpoint:
+             max_iterations: Optional[int], on_round: Optional[Callable] = None) -> Fixpoint:
     """Run the rounds of a recursive stratum from `start` (relation -> its tuples after
     the init rules; `sizes`: how many each holds). `derive(name, read)` -> the bag of
     what the delta rules of `name` derive this round, reading each atom's relation
@@ -247,7 +247,7 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
                 f"{n} holds {plural(held[n], 'tuple')} (.limitsize {n}(n={limits[n]}))" for n in reached))
             break
         iteration += 1
-        if iteration > max_iterations:
+        if max_iterations is not None and iteration > max_iterations:
             raise NoFixpoint(sizes)
         t0 = time.perf_counter()
         new = {}

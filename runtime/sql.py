@@ -352,6 +352,8 @@ def rule_select(rule: RulePlan, view_of: Callable, array_cols: Callable,
         else:
             value = ex.compile(arg)
         projections.append(exp.alias_(value, f"c{i}", copy=False))
+    if not rule.head_args:  # a proposition: Spark's unit column (io.UNIT); SQL has no empty SELECT
+        projections.append(exp.alias_(exp.true(), "c0", copy=False))
     return _assemble(projections, tables, where, one_partition)
 
 
@@ -367,6 +369,7 @@ def _aliased(view, alias: str):
 def _assemble(projections: list, tables: list, where: list, one_partition: bool) -> exp.Select:
     """SELECT projections FROM the tables (the first one, then JOINs) WHERE the conditions."""
     # The trees are built here and used once: no copies (sqlglot's builders copy by default).
+    tables, where = _leading_negations(tables, where)
     if not tables:  # a rule with no atoms: one row
         select = exp.select(*projections, copy=False)
     elif one_partition and len(tables) > 1:
@@ -400,6 +403,20 @@ def _assemble(projections: list, tables: list, where: list, one_partition: bool)
     if where:
         select = select.where(exp.and_(*where, copy=False), copy=False)
     return select
+
+
+def _leading_negations(tables: list, where: list) -> tuple:
+    """A negated atom before every positive one (its arguments constants, or a nullary
+    atom: nothing is bound yet) has no left side to anti-join: it becomes the condition
+    NOT EXISTS (SELECT 1 FROM it WHERE its constants), and the rule's FROM the next atom."""
+    conditions = []
+    while tables and tables[0][3] == "left anti":
+        alias, view, conds, _, _ = tables.pop(0)
+        probe = exp.select(lit(1), copy=False).from_(_source(view, alias), copy=False)
+        if conds:
+            probe = probe.where(exp.and_(*conds, copy=False), copy=False)
+        conditions.append(exp.Not(this=exp.Exists(this=probe)))
+    return tables, conditions + where
 
 
 def table(name: str, alias: Optional[str] = None) -> exp.Table:

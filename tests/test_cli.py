@@ -364,4 +364,4 @@ def test_run_help_reads_clearly(capsys):
     assert "--timed-inputs DIR, --inputs DIR" in text and "with --steps only" in text
     assert "default: the current directory" in text  # -F, as Soufflé's
     assert "Soufflé's -D" in text and "every relation the run shows" in text
-    assert "per stage" not in text and "each recursive stratum of the program's run" in text
+    assert "per stage" not in text and "default: no limit for the program" in text
