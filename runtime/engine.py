@@ -428,7 +428,8 @@ class _Engine:
             raise columnar.Unsupported(f"{name} is estimated at {estimate} bytes")
         self._actions += 1
         table = columnar.checked(df.toPandas())
-        if self.df.relations[name].arity == 0 if name in self.df.relations else False:
+        storage = self.df.relations.get(name)
+        if storage is not None and storage.arity == 0:
             table = table[[]]  # Spark's unit column (io.UNIT) is not the evaluator's
         if keep:
             self.tables[name] = table
