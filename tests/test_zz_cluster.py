@@ -87,7 +87,10 @@ def test_programs_on_the_loopback_cluster(cluster, spark, tmp_path, capsys):
     runs = {name: ["run", *args, "--output", str(out[name])] + (["--master", cluster.master] if name != "tc" else [])
             for name, args in PROGRAMS.items()}
     env = dict(os.environ, EVITA_MASTER=cluster.master, EVITA_WAREHOUSE=(tmp_path / "warehouse").as_uri(),
-               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"))
+               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"),
+               # this test runs the local answers beside the cluster's driver on 2 cores: the
+               # driver's JVM may take longer than the default 20 s to be taken by the master
+               EVITA_REGISTER_TIMEOUT="60")
     report = tmp_path / "report.json"
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(runs), str(report)], env=env,
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
