@@ -130,7 +130,7 @@ def report(e: EvitaError) -> None:
 
     n = sum(d.severity == "error" for d in e.diagnostics)
     before = getattr(e, "outcome", None)  # what did not happen ("the program did not run"), if said
-    err.print(f"[red]{n} error{'s' if n != 1 else ''}; {before + '; ' if before else ''}"
+    err.print(f"[red]{plural(n, 'error')}; {before + '; ' if before else ''}"
               f"{_escape(outcome.describe())}[/]", markup=True)
 
 

@@ -21,6 +21,7 @@ place in the pipeline does not change the result, only whether it can be compute
 """
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import replace
 from typing import Optional
@@ -299,7 +300,7 @@ def with_plain_atoms(rule: S.Rule):
     before it. Every backend then joins on columns alone, and no pipeline reads a
     variable before an atom binds it, whatever order a stage gave the atoms."""
     taken = _vars_of(rule)
-    fresh = (f"_arg{i}" for i in range(10**6) if f"_arg{i}" not in taken)
+    fresh = (f"_arg{i}" for i in itertools.count() if f"_arg{i}" not in taken)
     body, written_at = [], {}
     for pos, l in enumerate(rule.body):
         if not isinstance(l, S.Atom) or all(isinstance(a, (S.Var, S.Wildcard, S.Const)) for a in l.args):
