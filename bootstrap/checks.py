@@ -331,7 +331,8 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
 
     relations = {atom.relation for atom, _ in _uses(program)} | set(_declared(program))
     rules = {r.name: r for r in program.rules}
-    allowed = {"distribution": DISTRIBUTIONS, "cached": ("true", "false"), "strategy": ("local", "distributed"),
+    allowed = {"distribution": DISTRIBUTIONS, "cached": ("true", "false"), "strategy": ("local", "rounds", "distributed"),
+               "prem": ("asserted",),
                "role": ROLES}
     for p in program.of(Plan):
         def bad(message, hint):
@@ -351,6 +352,9 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
                 yield bad(f"{key}={value} is not one of {', '.join(allowed[key])}", "write one of those")
             elif p.kind == "relation" and key == "partition" and not all(c.isdigit() for c in value.split(",")):
                 yield bad(f"partition={value} is not a list of column positions", 'write e.g. partition="0,2"')
+            elif p.kind == "relation" and key == "local_iterations" and not (value.isdigit() and int(value) > 0):
+                yield bad(f"local_iterations={value} is not a positive whole number",
+                          "write e.g. local_iterations=16: the iterations a partition runs between exchanges")
             elif p.kind == "statistics":
                 if statistic_key(key) is None:
                     yield bad(f"unknown .plan statistics key {key}",

@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Optional
 
 from ..runtime.dataflow import (
-    DELETION_SUFFIX, Aggregation, Dataflow, LocalPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
+    DELETION_SUFFIX, Aggregation, Dataflow, LocalPlan, RoundsPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
     term_text,
 )
 from ..runtime.inputs import size_limits
@@ -61,6 +61,7 @@ class _Planner:
         self.distribution = dict(phys.distribution)
         self.partition = dict(phys.partition)
         self.strategy = {rel: (how, why) for rel, how, why in phys.strategy}
+        self.local_iterations = dict(phys.local_iterations)
         self.diags: list = []
 
     def fail(self, code, message, span, text="", hint=""):
@@ -199,6 +200,11 @@ class _Planner:
                     init.append(self.rule_plan(rule, None, relations))
         st = Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
         chosen = [(self.strategy[n], n) for n in members if n in self.strategy]
+        # a level merged from independent recursions, some in rounds and the others local
+        # (decomposable, so placed as rounds need): all of it in rounds
+        in_rounds = [c for c in chosen if c[0][0] == "rounds"]
+        if recursive and in_rounds and all(how in ("local", "rounds") for (how, _), _ in chosen):
+            chosen = in_rounds
         if recursive and chosen:
             (how, why), rel = chosen[0]
             st.strategy, st.reason = how, why
@@ -209,9 +215,22 @@ class _Planner:
                 reads = {s.relation for r in st.delta_rules for s in r.steps if s.relation and s.relation != rel}
                 st.local = LocalPlan(rel, self.partition.get(rel, ()),
                                      tuple(sorted(n for n in reads if n in self.distribution)), why)
+            elif how == "rounds":
+                self.in_rounds(st, rel)
         elif recursive:
             st.strategy, st.reason = "distributed", "default: no stage chose a strategy"
         return st
+
+    def in_rounds(self, st: Stratum, rel: str) -> None:
+        """A stratum a stage put in rounds: every relation it loops over needs the column
+        it is partitioned on, and the stratum how many iterations a round runs."""
+        looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
+        unplaced = [n for n in looping if not self.partition.get(n)]
+        if unplaced or rel not in self.local_iterations:
+            missing = f"no partition column for {', '.join(unplaced)}" if unplaced else "no local_iterations"
+            st.strategy, st.reason = "distributed", f"{st.reason}, but {missing}"
+            return
+        st.rounds = RoundsPlan(tuple((n, self.partition[n][0]) for n in looping), self.local_iterations[rel])
 
     def rule_plan(self, rule: S.Rule, driven_by: Optional[str], relations) -> RulePlan:
         """The rule's pipeline in the catalog's order: atoms as written, each selection or

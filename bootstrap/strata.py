@@ -124,7 +124,9 @@ def diagnose(program: S.Program) -> list:
         # timestep's fixpoint (the tick program derives __send_r, runtime/dedalus.py); a quorum
         # count over replies that leads to the next request is no cycle
         rules = [r for r in rules if r.time != "async"]
-    return list(_aggregate_shapes(rules)) + list(_stratification(rules))
+    from .prem import prem_diagnostics
+
+    return list(_aggregate_shapes(rules)) + list(_stratification(rules)) + prem_diagnostics(program)
 
 
 def limitsize_without_effect(program: S.Program) -> list:

@@ -274,7 +274,8 @@ class Plan:
 
 
 PLAN_KEYS = {
-    "relation": ("distribution", "partition", "cached", "strategy", "reason", "role", "made_for"),
+    "relation": ("distribution", "partition", "cached", "strategy", "reason", "local_iterations", "prem", "role",
+                 "made_for"),
     "rule": (),  # joinK: the method of the join with the atom at body position K
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
 }
@@ -361,6 +362,7 @@ class Physical:
     cached: tuple = ()  # relations to keep in memory
     partition: tuple = ()  # (relation, (column, ...))
     strategy: tuple = ()  # (relation, strategy, reason): how its recursive stratum runs
+    local_iterations: tuple = ()  # (relation, N): a stratum in rounds, N iterations per round
 
 
 @dataclass(frozen=True)
@@ -384,7 +386,7 @@ class Program:
 
     @property
     def physical(self) -> Physical:
-        methods, dist, cached, part, strategy = [], [], [], [], []
+        methods, dist, cached, part, strategy, iterations = [], [], [], [], [], []
         for p in self.of(Plan):
             kv = dict(p.params)
             if p.kind == "rule":
@@ -398,7 +400,9 @@ class Program:
                 part.append((p.name, tuple(int(c) for c in kv["partition"].split(","))))
             if kv.get("strategy"):
                 strategy.append((p.name, kv["strategy"], kv.get("reason", "")))
-        return Physical(*(tuple(sorted(x)) for x in (methods, dist, cached, part, strategy)))
+            if kv.get("local_iterations"):
+                iterations.append((p.name, int(kv["local_iterations"])))
+        return Physical(*(tuple(sorted(x)) for x in (methods, dist, cached, part, strategy, iterations)))
 
 
 # ---------------------------------------------------------------- helpers over terms

@@ -130,6 +130,7 @@ class _Decoder:
             params = [("distribution", r["distribution"]), ("cached", "true" if r["cached"] else None),
                       ("partition", ",".join(str(c["col"]) for c in parts.get(r["id"], ())) or None),
                       ("strategy", st.get("strategy")), ("reason", st.get("reason")),
+                      ("local_iterations", None if st.get("local_iterations") is None else str(st["local_iterations"])),
                       ("role", r["role"]), ("made_for", r["made_for"])]
             params = tuple((k, v) for k, v in params if v is not None)
             if params:

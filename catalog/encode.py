@@ -177,8 +177,9 @@ class _Encoder:
         for seq, c in enumerate(plan["partition"].split(",") if plan.get("partition") else ()):
             self.rows.add("partition_column", program=self.pid, relation=rid, seq=seq, col=int(c))
         if plan.get("strategy"):
+            iterations = plan.get("local_iterations")
             self.rows.add("stratum", program=self.pid, relation=rid, strategy=plan["strategy"],
-                          reason=plan.get("reason"))
+                          reason=plan.get("reason"), local_iterations=None if iterations is None else int(iterations))
         for i, (cname, ctype) in enumerate(columns or ()):
             self.rows.add("relation_column", program=self.pid, relation=rid, pos=i, name=cname, type=ctype)
         for seq, q in enumerate(getattr(decl, "qualifiers", ())):

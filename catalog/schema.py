@@ -170,8 +170,12 @@ TABLES = (
         ("program", STRING, "program id"),
         owned("relation", "relation id of a relation the stratum derives", "relation"),
         ("strategy", STRING, "'local': partitioned, each partition runs to its own fixpoint inside one task; "
+                             "'rounds': partitioned, each Spark job a round of up to local_iterations "
+                             "iterations per partition, then one exchange of new tuples; "
                              "'distributed': the per-iteration loop on Spark"),
         ("reason", STRING, "why, in words (shown by evita plan)"),
+        ("local_iterations", INT, "'rounds': the most iterations a partition runs before it exchanges "
+                                  "(the staleness bound: a neighbour's tuples arrive at most this late)"),
     ], ["relation"]),
     _t("rule", "Rules of a program (Fig 3.2 `rule`).", [
         ("id", STRING, "rule id: program:name"),

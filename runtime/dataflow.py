@@ -118,6 +118,16 @@ class LocalPlan:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class RoundsPlan:
+    """A monotone recursive stratum run in rounds (`runtime/rounds.py`, seed 003 §3-4):
+    each looping relation hash-partitioned on its column in `partition` ((relation,
+    column), ...), each Spark job a round of up to `local_iterations` iterations per
+    partition, then one exchange of the new tuples."""
+    partition: tuple
+    local_iterations: int
+
+
 @dataclass
 class Stratum:
     index: int
@@ -126,8 +136,9 @@ class Stratum:
     init_rules: tuple  # run once over complete lower strata
     delta_rules: tuple  # ECA rules run every iteration, driven by a delta of this stratum
     local: Optional[LocalPlan] = None
-    strategy: str = ""  # recursive strata: 'local' or 'distributed', as a stage chose (stratum table)
+    strategy: str = ""  # recursive strata: 'local', 'rounds' or 'distributed', as a stage chose (stratum table)
     reason: str = ""
+    rounds: Optional[RoundsPlan] = None
 
 
 @dataclass
@@ -187,6 +198,10 @@ class Dataflow:
                 lp = st.local
                 out.append(f"    local fixpoint per partition: {lp.relation} partitioned on "
                            f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}")
+            if st.rounds:
+                parts = ", ".join(f"{rel} on {_cols((col,))}" for rel, col in st.rounds.partition)
+                out.append(f"    rounds: {parts}; up to {st.rounds.local_iterations} iterations per partition "
+                           f"per round, then one exchange (staleness bound {st.rounds.local_iterations})")
             for r in st.init_rules:
                 out.append("    " + _rule_text(r, "init"))
             for r in st.delta_rules:

@@ -353,6 +353,10 @@ class _Engine:
                 return
         if self.small_rows and self.run_small(st):
             return
+        if st.rounds is not None and self.use_local and not self.one_partition and not limited:
+            from .rounds import run_rounds
+            if run_rounds(self, st):
+                return
         if st.recursive:
             self.run_recursive(st)
         else:

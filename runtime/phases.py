@@ -11,6 +11,7 @@ non-recursive relation computed by the preview is preview time, not fixpoint tim
 """
 from __future__ import annotations
 
+import resource
 import time
 from contextlib import contextmanager
 
@@ -42,10 +43,10 @@ class Phases:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
             if sc is not None:
                 self.jobs[name] = self.jobs.get(name, 0) + len(sc.statusTracker().getJobIdsForGroup(group))
-            elif not_started(self.spark):  # Spark on demand that nothing needed: no job
-                self.jobs[name] = self.jobs.get(name, 0)
                 for k, v in saved.items():
                     sc.setLocalProperty(k, v)
+            elif not_started(self.spark):  # Spark on demand that nothing needed: no job
+                self.jobs[name] = self.jobs.get(name, 0)
 
     def text(self) -> str:
         total = sum(self.seconds.values()) or 1.0
@@ -53,5 +54,9 @@ class Phases:
         for name, s in self.seconds.items():
             jobs = self.jobs.get(name)
             lines.append(f"{name:<30} {s:>7.2f}  {100 * s / total:>5.1f}%  {'' if jobs is None else jobs:>10}")
-        lines.append(f"{'total':<30} {total:>7.2f}")
+        jobs = sum(self.jobs.values()) if self.jobs else ""
+        lines.append(f"{'total':<30} {total:>7.2f}  {'':>6}  {jobs:>10}")
+        # the driver's own peak: what a user sizes the machine that runs `evita` by
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        lines.append(f"driver peak resident memory: {peak:,.0f} MiB")
         return "\n".join(lines)

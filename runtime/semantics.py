@@ -220,17 +220,29 @@ class Fixpoint:
     full: dict  # relation -> what it holds at the end
     rounds: list = field(default_factory=list)  # (seconds, {relation: delta size}) per round, from 1
     stopped: Optional[str] = None  # why a size limit ended the recursion early
+    # with `route`: relation -> the tuples each round handed elsewhere (new there, maybe)
+    sent: dict = field(default_factory=dict)
+    # with `budget`: relation -> the last delta, not yet read by a round, when the budget ran out
+    pending: Optional[dict] = None
 
 
 def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: dict, derive: Callable, *,
-             max_iterations: Optional[int], on_round: Optional[Callable] = None) -> Fixpoint:
+             max_iterations: Optional[int], on_round: Optional[Callable] = None,
+             delta: Optional[dict] = None, route: Optional[Callable] = None,
+             budget: Optional[int] = None) -> Fixpoint:
     """Run the rounds of a recursive stratum from `start` (relation -> its tuples after
-    the init rules; `sizes`: how many each holds). `derive(name, read)` -> the bag of
-    what the delta rules of `name` derive this round, reading each atom's relation
+    the init rules; `sizes`: how many each delta holds). `derive(name, read)` -> the bag
+    of what the delta rules of `name` derive this round, reading each atom's relation
     through `read(step)` (the relation so far, or its last delta for a delta atom), or
-    None when no rule derives anything. `on_round(i, sizes, seconds)` follows each round."""
+    None when no rule derives anything. `on_round(i, sizes, seconds)` follows each round.
+
+    One partition of a stratum run in rounds (`runtime/rounds.py`) uses three more:
+    `delta` (relation -> the first delta, when it is not all of `start`), `route(name,
+    delta)` -> (the tuples this partition owns, the tuples it hands on: `sent`), and
+    `budget`, the most rounds to run before returning with the unread delta (`pending`).
+    The semantics of a round is this function's, whoever owns the tuples."""
     full = dict(start)
-    delta = dict(start)
+    delta = dict(start) if delta is None else {n: delta.get(n, start[n]) for n in start}
     growing = looping(st)
     limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
     held = {n: sizes.get(n, 0) for n in limits}
@@ -241,6 +253,9 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
 
     iteration = 0
     while any(sizes.get(n, 0) for n in growing):
+        if budget is not None and iteration >= budget:
+            out.pending = {n: delta[n] for n in growing if sizes.get(n, 0)}
+            break
         reached = [n for n, limit in limits.items() if held[n] >= limit]
         if reached:  # Soufflé's rule: before a round, once R holds N tuples
             out.stopped = (f"stratum {st.index} stopped after {plural(iteration, 'round')}: " + ", ".join(
@@ -256,6 +271,9 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
             cand = derive(n, read)
             new[n] = tables.hold(s, new_delta(tables, s, full[n], cand)) if cand is not None else \
                 tables.cleared(s, delta[n])
+            if route is not None:
+                new[n], away = route(n, new[n])
+                out.sent.setdefault(n, []).append(away)
         sizes = tables.count(new)
         for n in st.relations:
             s = storages[n]

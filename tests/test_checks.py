@@ -73,3 +73,35 @@ def test_language_reference_lists_every_builtin():
     from evita.bootstrap import builtins
 
     assert builtins.markdown() in (EXAMPLES.parent / "docs" / "language.md").read_text()
+
+
+# PreM (seed 003): a min/max inside recursion only where the rule keeps the value's order.
+PREM_BASE = ".decl e(x: number, y: number, w: number)\n.decl d(x: number, v: number)\nr1 d(Y, {agg}<D>) :- e(0, Y, D).\n"
+PREM_CASES = [  # (aggregate, the recursive rule's body after `d(X, D1), e(X, Y, W)`, accepted)
+    ("min", "D := D1 + W", True),
+    ("min", "D := W + D1 + 1", True),
+    ("min", "D := 2 * D1", True),
+    ("min", "D := D1 * 3 + W, D1 < 1000", True),
+    ("min", "D := max(D1, W)", True),
+    ("min", "D := D1 - W", True),  # minus a term that does not move with D1
+    ("max", "D := D1 + W, D1 > 0", True),
+    ("min", "D := W", True),  # the value read is not used at all
+    ("min", "D := W - D1", False),  # falls as D1 grows
+    ("min", "D := D1 * W", False),  # by a term of unknown sign
+    ("min", "D := -D1", False),
+    ("min", "D := D1 % 7", False),  # not followed: not known to grow
+    ("min", "D := D1 + W, D1 > 5", False),  # drops the best value, keeps worse ones
+    ("max", "D := D1 + W, D1 < 50", False),
+    ("min", "D := D1 + W, e(D1, Y, _)", False),  # joins on the value
+    ("min", "D := D1 + W, !e(X, D1, W)", False),
+]
+
+
+@pytest.mark.parametrize("agg, body, accepted", PREM_CASES, ids=[f"{a}: {b}" for a, b, _ in PREM_CASES])
+def test_prem_accepts_order_preserving_rules_and_refuses_the_rest(agg, body, accepted):
+    text = PREM_BASE.format(agg=agg) + f"r2 d(Y, {agg}<D>) :- d(X, D1), e(X, Y, W), {body}.\n"
+    codes = [d.code for d in diagnose(parse_program(text)) if d.severity == "error"]
+    assert ("prem" not in codes) == accepted, codes
+    if not accepted:  # the way out: an assertion the user makes
+        asserted = text + ".plan relation d(prem=asserted)\n"
+        assert "prem" not in [d.code for d in diagnose(parse_program(asserted))]

@@ -1,0 +1,416 @@
+"""A recursive stratum on Spark in rounds: partitions iterate on their own, then exchange once.
+
+The distributed loop (`engine.to_fixpoint`) pays one or more Spark jobs per iteration and
+re-joins whole relations each time. Here, for a monotone stratum (set relations, and
+min/max in recursion that obeys PreM: seed 003), each looping relation is hash-partitioned
+on the column a stage chose (`stages/partition.dl`, `Stratum.rounds`), and one Spark job
+is one *round*:
+
+* every partition holds its part of each looping relation, the new tuples sent to it,
+  and what its rules read: a copy of each lower relation partitioned on the column
+  that joins the partition's own tuples, or the whole relation where no column does;
+* it runs up to `local_iterations` semi-naive iterations (`semantics.fixpoint`, the one
+  definition of a round, with `route`): a derived tuple it owns joins its state at once
+  and drives its next iteration; one owned elsewhere is sent;
+* the round's output is the new state and the messages, each partition's tuples per
+  relation in one Arrow blob, behind a local checkpoint; the job that fills it also
+  collects each partition's counts, so the driver learns in the same job whether
+  anything is still moving.
+
+A partition reads its neighbours' tuples at most one round late, so a round does as
+much as `local_iterations` global iterations where the data allows (seed 003's bounded
+staleness, with the round as the bound); the answers are the bulk-synchronous ones: a
+set only grows, and a PreM min/max converges to the same fixpoint whatever order
+improvements arrive in. Nothing is collected to the driver but the counts.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from ..bootstrap import syntax as S
+from . import progress, semantics
+from .dataflow import IterationStats, Storage, Stratum
+from .session import parallelism
+
+SCHEMA = "part int, kind string, rel string, payload binary"
+# a task holds Spark's `int` (a literal's type) as 64 bits, as its arithmetic gives them
+_ARROW = {"bigint": "int64", "int": "int64", "double": "float64", "string": "string", "boolean": "bool_"}
+_PANDAS = {"bigint": "int64", "int": "int64", "double": "float64", "string": "object", "boolean": "bool"}
+
+
+class NotHere(Exception):
+    """The stratum cannot run in rounds (why, in words): the distributed loop runs it."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A relation as one partition reads it: `column` is the column its rows are
+    partitioned on (they meet the partition's own tuples there), None for all of it."""
+    name: str
+    relation: str
+    column: Optional[int]
+
+
+def _term(t):
+    """A body term as something two atoms can share: a variable's name or a constant."""
+    if isinstance(t, S.Var):
+        return ("var", t.name)
+    if isinstance(t, S.Const):
+        return ("const", repr(t.value))
+    return None
+
+
+def placement(st: Stratum, relations: dict) -> tuple:
+    """(the stratum's delta rules reading copies, {copy name: Copy}) or NotHere."""
+    plan = st.rounds
+    owner = dict(plan.partition)
+    looping = semantics.looping(st)
+    if sorted(owner) != sorted(looping):
+        raise NotHere("no partition column for " + ", ".join(sorted(set(looping) - set(owner))))
+    for name in looping:
+        s = relations[name]
+        if s.keys is not None or semantics.kind(s) == "numbered" or s.limit is not None:
+            raise NotHere(f"{name} is {'keyed' if s.keys is not None else 'numbered' if s.limit is None else 'size-limited'}")
+        if s.aggregates and not all(a.premappable and a.func in ("min", "max") for a in s.aggregates):
+            raise NotHere(f"{name} aggregates other than by a PreM min/max")
+    copies: dict = {}
+    rules = []
+    for r in st.delta_rules:
+        drivers = [i for i, step in enumerate(r.steps) if step.delta and step.relation in owner]
+        if len(drivers) != 1:
+            raise NotHere(f"rule {r.name} is driven by {len(drivers)} deltas")
+        d = r.steps[drivers[0]]
+        key = _term(d.args[owner[d.relation]])
+        if key is None:
+            raise NotHere(f"rule {r.name}: no variable or constant at the partition column of {d.relation}")
+        steps = []
+        for i, step in enumerate(r.steps):
+            if step.relation and i != drivers[0]:
+                if step.relation in owner:
+                    if _term(step.args[owner[step.relation]]) != key:
+                        raise NotHere(f"rule {r.name} joins {d.relation} with {step.relation} off their partition "
+                                      "columns")
+                else:
+                    col = next((c for c, a in enumerate(step.args) if _term(a) == key), None)
+                    name = f"{step.relation}@{'*' if col is None else col}"
+                    copies[name] = Copy(name, step.relation, col)
+                    step = replace(step, relation=name)
+            steps.append(step)
+        rules.append(replace(r, steps=tuple(steps)))
+    return tuple(rules), copies
+
+
+def start_types(engine, st: Stratum, starts: dict) -> dict:
+    """relation -> the Spark type of each column, as Spark analyzes the stratum (no job):
+    a relation's start where something starts it, else the first of its rules to
+    analyze; every rule must agree, since a task's tuples are typed once."""
+    from pyspark.errors import AnalysisException
+
+    looping = semantics.looping(st)
+    known = {n: [f.dataType.simpleString() for f in starts[n].schema.fields] for n in looping
+             if engine.seeds(n) or any(r.head == n for r in st.init_rules)}
+    for n in looping:
+        engine.full[n] = engine.delta[n] = starts[n]
+    for _ in range(len(looping) + 1):
+        for n in looping:
+            for select in engine.candidates(n, st.delta_rules):
+                try:
+                    fields = engine.sql_frame(select).schema.fields
+                except AnalysisException:
+                    continue  # reads a relation still untyped: typed in a later pass
+                types = [f.dataType.simpleString() for f in fields]
+                if n not in known:
+                    known[n] = types
+                    empty = engine.spark.range(0).select(*[_typed_null(t, f"c{i}") for i, t in enumerate(types)])
+                    engine.full[n] = engine.delta[n] = starts[n] = empty
+                elif types != known[n]:
+                    known[n] = _wider(n, known[n], types)
+    for n in looping:
+        if n not in known or any(t not in _ARROW for t in known[n]):
+            raise NotHere(f"{n} has a column of a type a task does not hold ({', '.join(known.get(n, ['?']))})")
+    return known
+
+
+_NUMBERS = ("int", "bigint", "double")
+
+
+def _wider(name: str, one: list, other: list) -> list:
+    """Per column the type both fit in, as Spark's union widens numbers; NotHere otherwise."""
+    out = []
+    for a, b in zip(one, other):
+        if a != b and not (a in _NUMBERS and b in _NUMBERS):
+            raise NotHere(f"the rules of {name} derive columns of types {', '.join(other)}, "
+                          f"it starts with {', '.join(one)}")
+        out.append(max(a, b, key=_NUMBERS.index) if a != b else a)
+    return out
+
+
+def _typed_null(spark_type: str, name: str):
+    from pyspark.sql import functions as F
+
+    return F.lit(None).cast(spark_type).alias(name)
+
+
+def run_rounds(engine, st: Stratum) -> bool:
+    """Run the stratum in rounds; False (with the reason noted) when it cannot."""
+    from pyspark.sql import functions as F
+
+    from .columnar import unsupported
+
+    t0 = time.perf_counter()
+    before = engine._actions
+    engine._stratum = st
+    looping = semantics.looping(st)
+    for name in st.relations:  # its relations that no delta rule derives: read like lower ones
+        if name not in looping:
+            s = engine.df.relations[name]
+            engine.full[name] = engine.combine(s, engine.seeds(name), engine.candidates(name, st.init_rules))
+    starts = {n: engine.frame(engine.combine(engine.df.relations[n], engine.seeds(n),
+                                             engine.candidates(n, st.init_rules))) for n in looping}
+    try:
+        rules, copies = placement(st, engine.df.relations)
+        why = unsupported(st.delta_rules, [engine.df.relations[n] for n in looping])
+        if why:
+            raise NotHere(f"a task's evaluator cannot: {why}")
+        types = start_types(engine, st, starts)
+    except NotHere as e:
+        engine.notes.append(f"stratum {st.index} runs in the distributed loop, not in rounds: {e}")
+        return False
+    parts = max(1, parallelism(engine.spark))
+    owner = dict(st.rounds.partition)
+    frames = []
+    for name in looping:
+        start = starts[name]
+        start = start.select(*[F.col(c).cast(t).alias(c) for c, t in zip(start.columns, types[name])])
+        frames.append(_blobs(start, name, "msg", owner[name], types[name], parts))
+    for copy in copies.values():
+        base = engine.frame(engine.full[copy.relation])
+        copy_types = [f.dataType.simpleString() for f in base.schema.fields]
+        if any(t not in _ARROW for t in copy_types):
+            engine.notes.append(f"stratum {st.index} runs in the distributed loop, not in rounds: "
+                                f"{copy.relation} has a column of type {copy_types}")
+            return False
+        types[copy.name] = copy_types
+        frames.append(_blobs(base, copy.name, "base", copy.column, copy_types, parts))
+    frame = frames[0]
+    for f in frames[1:]:
+        frame = frame.unionByName(f)
+    storages = {n: engine.df.relations[n] for n in looping}
+    storages.update({c.name: replace(engine.df.relations[c.relation], name=c.name) for c in copies.values()})
+    task = _Round(replace(st, relations=tuple(looping), init_rules=(), delta_rules=rules, local=None),
+                  storages, types, owner, parts, st.rounds.local_iterations, straggler())
+    engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
+                                 mode="rounds"))
+    round_no, sent, done = 0, {}, 0  # done: iterations so far, the busiest partition's
+    while True:
+        round_no += 1
+        if engine.max_iterations is not None:  # the limit counts iterations, as the loop's does
+            if done >= engine.max_iterations:
+                engine.no_fixpoint(st, sent)
+            task.budget = min(st.rounds.local_iterations, engine.max_iterations - done)
+        t1 = time.perf_counter()
+        out = frame.groupBy("part").applyInPandas(task.function(), SCHEMA).localCheckpoint(eager=False)
+        engine._actions += 1
+        counts = [json.loads(r.payload) for r in out.where("kind = 'stat'").select("payload").collect()]
+        sent = {n: sum(c["sent"].get(n, 0) for c in counts) for n in looping}
+        pending = sum(sum(c["pending"].values()) for c in counts)
+        iterations = max((c["iterations"] for c in counts), default=0)
+        done += max(1, iterations)
+        engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode="rounds"))
+        frame = out.where("kind != 'stat'")
+        if engine.reports(st):
+            progress.note(f"round {round_no}: up to {plural_iterations(iterations)} in each partition, "
+                          f"{sum(sent.values()):,} tuples exchanged", mode="rounds")
+        if not any(sent.values()) and not pending:
+            break
+    for name in looping:
+        blobs = frame.where((F.col("kind") == "state") & (F.col("rel") == name)).select("payload")
+        engine.full[name] = engine.keep(blobs.mapInArrow(_Decode(types[name]), _schema(types[name])))
+    return True
+
+
+def straggler() -> tuple:
+    """(partition, seconds) from EVITA_SLOW_PARTITION=P:SECONDS: partition P sleeps that
+    long in every round and the distributed loop's every iteration waits as long
+    (`bench/scale.py --straggler`, seed 003's experiment). (None, 0.0) when unset."""
+    import os
+
+    value = os.environ.get("EVITA_SLOW_PARTITION", "")
+    if ":" not in value:
+        return None, 0.0
+    part, seconds = value.split(":", 1)
+    return int(part), float(seconds)
+
+
+def plural_iterations(n: int) -> str:
+    return f"{n} iteration" + ("" if n == 1 else "s")
+
+
+def _schema(types: list) -> str:
+    return ", ".join(f"c{i} {t}" for i, t in enumerate(types)) or "c0 boolean"
+
+
+# ---------------------------------------------------------------- in the tasks
+
+def owners(values, parts: int, spark_type: str):
+    """The partition owning each value: one hash, the same in every process (pandas'
+    `hash_array` has a fixed key), of the value as its declared type holds it."""
+    import numpy as np
+    import pandas as pd
+
+    if spark_type in ("bigint", "int"):
+        values = np.asarray(values, dtype=np.int64)
+    elif spark_type == "double":
+        values = np.asarray(values, dtype=np.float64)
+    elif spark_type == "boolean":
+        values = np.asarray(values, dtype=bool).astype(np.int64)
+    else:
+        values = np.asarray(values, dtype=object)
+    return (pd.util.hash_array(values) % np.uint64(parts)).astype(np.int64)
+
+
+def _arrow_schema(types: list, exact: bool = False):
+    """The Arrow schema a task holds the columns in; `exact`: Spark's own types."""
+    import pyarrow as pa
+
+    return pa.schema([(f"c{i}", pa.int32() if exact and t == "int" else getattr(pa, _ARROW[t])())
+                      for i, t in enumerate(types)])
+
+
+def _blob(table) -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _unblob(payload: bytes):
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+
+
+def _blobs(df, name: str, kind: str, column: Optional[int], types: list, parts: int):
+    """The relation's rows as blobs addressed to their partitions (every partition when
+    `column` is None), made where the rows are: no shuffle yet."""
+    def encode(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        for batch in batches:
+            table = pa.Table.from_batches([batch]).cast(_arrow_schema(types))
+            if column is None:
+                targets = [(p, table) for p in range(parts)]
+            else:
+                owner = owners(table.column(column).to_numpy(zero_copy_only=False), parts, types[column])
+                targets = [(int(p), table.filter(pa.array(owner == p))) for p in np.unique(owner)]
+            for p, rows in targets:
+                yield pa.RecordBatch.from_pydict({"part": pa.array([p], pa.int32()), "kind": [kind], "rel": [name],
+                                                  "payload": pa.array([_blob(rows)], pa.binary())})
+
+    return df.mapInArrow(encode, SCHEMA)
+
+
+class _Decode:
+    """State blobs -> the relation's rows (a DataFrame's `mapInArrow` function)."""
+
+    def __init__(self, types: list):
+        self.types = types
+
+    def __call__(self, batches):
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                yield from _unblob(payload).cast(_arrow_schema(self.types, exact=True)).to_batches()
+
+
+class _Round:
+    """One partition's round (a grouped `applyInPandas` function; pickled to the workers)."""
+
+    def __init__(self, st: Stratum, storages: dict, types: dict, owner: dict, parts: int, budget: int,
+                 slow: tuple = (None, 0.0)):
+        self.st, self.storages, self.types = st, storages, types
+        self.owner, self.parts, self.budget = owner, parts, budget
+        self.slow = slow
+
+    def function(self):
+        """A plain (key, rows) function: Spark reads the parameters of what it is given."""
+        def one_partition(key, pdf):
+            return self(key, pdf)
+        return one_partition
+
+    def table(self, blobs: list, name: str):
+        import pandas as pd
+        import pyarrow as pa
+
+        if not blobs:
+            return pd.DataFrame({f"c{i}": pd.Series([], dtype=_PANDAS[t]) for i, t in enumerate(self.types[name])})
+        return pa.concat_tables([_unblob(b) for b in blobs]).to_pandas()
+
+    def __call__(self, key, pdf):
+        import pandas as pd
+        import pyarrow as pa
+        from .columnar import PandasTables, evaluate_rule
+
+        part = int(key[0])
+        if part == self.slow[0]:  # the straggler experiment: this partition's every round is late
+            time.sleep(self.slow[1])
+        blobs: dict = {}
+        for kind, rel, payload in zip(pdf["kind"], pdf["rel"], pdf["payload"]):
+            blobs.setdefault((kind, rel), []).append(payload)
+        tables = {name: self.table(blobs.get(("base", name), []), name)
+                  for name in self.storages if name not in self.owner}
+        ops = PandasTables()
+        full, delta, sizes = {}, {}, {}
+        for name in self.owner:
+            s = self.storages[name]
+            state = self.table(blobs.get(("state", name), []), name)
+            pending = self.table(blobs.get(("pending", name), []), name)
+            messages = self.table(blobs.get(("msg", name), []), name)
+            arrived = semantics.new_delta(ops, s, state, messages) if len(messages) else messages
+            full[name] = semantics.absorb(ops, s, state, arrived) if len(arrived) else state
+            delta[name] = semantics.combine(ops, s, [pending, arrived])
+            sizes[name] = len(delta[name])
+
+        def route(name, new):
+            mine = owners(new[f"c{self.owner[name]}"].to_numpy(), self.parts,
+                          self.types[name][self.owner[name]]) == part
+            return new[mine].reset_index(drop=True), new[~mine].reset_index(drop=True)
+
+        def derive(name, read):
+            def reading(step):
+                return read(step) if step.relation in self.owner else tables[step.relation]
+            outputs = [d for d in (evaluate_rule(r, reading) for r in self.st.delta_rules if r.head == name) if len(d)]
+            return ops.union(self.storages[name], outputs) if outputs else None
+
+        done = semantics.fixpoint(self.st, self.storages, ops, full, sizes, derive, max_iterations=None,
+                                  delta=delta, route=route, budget=self.budget)
+        rows, stat = [], {"sent": {}, "pending": {}, "iterations": len(done.rounds)}
+
+        def emit(p, kind, name, table):
+            arrow = pa.Table.from_pandas(table, schema=_arrow_schema(self.types[name]), preserve_index=False)
+            rows.append((p, kind, name, _blob(arrow)))
+
+        for name in self.owner:
+            s = self.storages[name]
+            emit(part, "state", name, done.full[name])
+            if done.pending and name in done.pending:
+                emit(part, "pending", name, done.pending[name])
+                stat["pending"][name] = len(done.pending[name])
+            away = [t for t in done.sent.get(name, []) if len(t)]
+            if away:
+                away = semantics.combine(ops, s, away)
+                dest = owners(away[f"c{self.owner[name]}"].to_numpy(), self.parts, self.types[name][self.owner[name]])
+                for p in sorted(set(dest.tolist())):
+                    emit(p, "msg", name, away[dest == p].reset_index(drop=True))
+                stat["sent"][name] = len(away)
+        for name in self.storages:  # the partition's copies, for the next round
+            if name not in self.owner:
+                for payload in blobs.get(("base", name), []):
+                    rows.append((part, "base", name, payload))
+        rows.append((part, "stat", "", json.dumps(stat).encode()))
+        return pd.DataFrame(rows, columns=["part", "kind", "rel", "payload"])
