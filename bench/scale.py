@@ -8,6 +8,7 @@
 Each workload writes its facts once (fixed seeds) and then times, in the same run:
   evita        `evita run` in process (the driver's evaluator; start-up included)
   evita-spark  `evita run --spark` (local[*]; the JVM start included), with its Spark job count
+  evita-bsp    (--bsp) `evita run --spark --no-local`: the bulk-synchronous loop, for comparison
   duckdb       DuckDB reading the same files, in a fresh Python process (start-up included):
                a recursive CTE where UNION is the semantics (tree, sg, tc), a loop of SQL
                statements where the recursion needs min inside it (cc, sssp)
@@ -228,6 +229,10 @@ def main(argv=None) -> int:
     ap.add_argument("--nltc-edges", type=int, nargs="*", default=[20_000])
     ap.add_argument("--no-inprocess", action="store_true")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--bsp", action="store_true",
+                    help="also `--spark --no-local`: the bulk-synchronous loop, one iteration per step")
+    ap.add_argument("--runners", nargs="*", default=None,
+                    help="only these runners (duckdb, spark-cte, evita, evita-spark, evita-bsp)")
     ap.add_argument("--work", default=None, help="where facts and outputs go (default: a temporary directory)")
     args = ap.parse_args(argv)
 
@@ -252,6 +257,10 @@ def main(argv=None) -> int:
             if not args.no_spark:
                 runs.append(("evita-spark", [EVITA, "run", str(program), "-F", str(facts), "-q", "--spark",
                                              "--stats"], False))
+                if args.bsp:
+                    runs.append(("evita-bsp", [EVITA, "run", str(program), "-F", str(facts), "-q", "--spark",
+                                               "--stats", "--no-local"], False))
+            runs = [r for r in runs if not args.runners or r[0] in args.runners]
             base = None
             answers = set()
             for runner, cmd, formatted in runs:
@@ -271,7 +280,7 @@ def main(argv=None) -> int:
                 answers.add((rows, digest))
                 base = seconds if runner == "duckdb" else base
                 ratio = f"{seconds / base:.1f}x" if base else "-"
-                jobs = jobs_of(text) if runner == "evita-spark" else None
+                jobs = jobs_of(text) if runner.startswith("evita-") else None
                 peak = driver_peak(text) or peak  # evita: the Python driver alone, not its JVM
                 print(f"{workload:<8} {size:>10,} {runner:<12} {seconds:8.2f} {ratio:>9} "
                       f"{jobs if jobs is not None else '-':>6} {f'{peak:.0f}' if peak else '-':>8} {rows:>10,}  {digest}",

@@ -204,6 +204,21 @@ def run_rounds(engine, st: Stratum) -> bool:
                   storages, types, owner, parts, st.rounds.local_iterations, straggler())
     engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
                                  mode="rounds"))
+    # Adaptive execution would run each round's exchange as a job of its own first
+    saved = engine.spark.conf.get("spark.sql.adaptive.enabled", None)
+    engine.spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        frame = _rounds(engine, st, task, frame, looping)
+    finally:
+        engine.spark.conf.set("spark.sql.adaptive.enabled", saved if saved is not None else "true")
+    for name in looping:
+        blobs = frame.where((F.col("kind") == "state") & (F.col("rel") == name)).select("payload")
+        engine.full[name] = engine.keep(blobs.mapInArrow(_Decode(types[name]), _schema(types[name])))
+    return True
+
+
+def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
+    """Rounds until no partition sends or holds back anything: the last round's blobs."""
     round_no, sent, done = 0, {}, 0  # done: iterations so far, the busiest partition's
     while True:
         round_no += 1
@@ -225,11 +240,7 @@ def run_rounds(engine, st: Stratum) -> bool:
             progress.note(f"round {round_no}: up to {plural_iterations(iterations)} in each partition, "
                           f"{sum(sent.values()):,} tuples exchanged", mode="rounds")
         if not any(sent.values()) and not pending:
-            break
-    for name in looping:
-        blobs = frame.where((F.col("kind") == "state") & (F.col("rel") == name)).select("payload")
-        engine.full[name] = engine.keep(blobs.mapInArrow(_Decode(types[name]), _schema(types[name])))
-    return True
+            return frame
 
 
 def straggler() -> tuple:
