@@ -235,6 +235,11 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         iterations = max((c["iterations"] for c in counts), default=0)
         done += max(1, iterations)
         engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode="rounds"))
+        slowest = max(counts, key=lambda c: sum(c["seconds"].values()), default=None)
+        if slowest is not None:  # where a round's time goes: its slowest partition's task
+            engine.notes.append(f"stratum {st.index} round {round_no}: {plural_iterations(iterations)}; the slowest "
+                                "partition read its blobs in {read:.2f} s, iterated {iterate:.2f} s, wrote "
+                                "{write:.2f} s".format(**slowest["seconds"]))
         frame = out.where("kind != 'stat'")
         if engine.reports(st):
             progress.note(f"round {round_no}: up to {plural_iterations(iterations)} in each partition, "
@@ -245,8 +250,8 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
 
 def straggler() -> tuple:
     """(partition, seconds) from EVITA_SLOW_PARTITION=P:SECONDS: partition P sleeps that
-    long in every round and the distributed loop's every iteration waits as long
-    (`bench/scale.py --straggler`, seed 003's experiment). (None, 0.0) when unset."""
+    long in every round, a straggler every round waits for (seed 003's experiment, for
+    benchmarks and tests). (None, 0.0) when unset."""
     import os
 
     value = os.environ.get("EVITA_SLOW_PARTITION", "")
@@ -367,6 +372,7 @@ class _Round:
         import pyarrow as pa
         from .columnar import PandasTables, evaluate_rule
 
+        clock = time.perf_counter()
         part = int(key[0])
         if part == self.slow[0]:  # the straggler experiment: this partition's every round is late
             time.sleep(self.slow[1])
@@ -398,8 +404,10 @@ class _Round:
             outputs = [d for d in (evaluate_rule(r, reading) for r in self.st.delta_rules if r.head == name) if len(d)]
             return ops.union(self.storages[name], outputs) if outputs else None
 
+        read = time.perf_counter()
         done = semantics.fixpoint(self.st, self.storages, ops, full, sizes, derive, max_iterations=None,
                                   delta=delta, route=route, budget=self.budget)
+        iterated = time.perf_counter()
         rows, stat = [], {"sent": {}, "pending": {}, "iterations": len(done.rounds)}
 
         def emit(p, kind, name, table):
@@ -423,5 +431,6 @@ class _Round:
             if name not in self.owner:
                 for payload in blobs.get(("base", name), []):
                     rows.append((part, "base", name, payload))
+        stat["seconds"] = {"read": read - clock, "iterate": iterated - read, "write": time.perf_counter() - iterated}
         rows.append((part, "stat", "", json.dumps(stat).encode()))
         return pd.DataFrame(rows, columns=["part", "kind", "rel", "payload"])
