@@ -483,9 +483,7 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         flow = planned[1]
     else:
         try:
-            # Planned as written: these programs are small, and their ECA form would cost a
-            # Spark job the first time (`compiled_stages.py`).
-            flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
+            flow = plan(with_trigger(_eca_form_here(program, origin), program_id))
         except EvitaError as e:
             raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
         _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
@@ -506,6 +504,23 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     while len(_answered) > ANSWERS_KEPT:
         _answered.popitem(last=False)
     return Evaluation(derived, 0, time.perf_counter() - started, [])
+
+
+def _eca_form_here(program: S.Program, origin: str) -> S.Program:
+    """A catalog program in catalog form with its rules in ECA form (semi-naive: a round
+    joins only what the last round derived), the delta stage run in this process
+    (`compiled_stages.semi_naive`, cached on disk like the Spark paths' form). Naive
+    evaluation re-derives a recursive relation in full every round: over a program of
+    n relations in a chain, its rule graph n deep, that is quadratic in n. As written
+    when the delta stage cannot run here (its own program, while it differentiates)."""
+    from .compiled_stages import semi_naive
+
+    written = catalog_form(program, tables_read(program))
+    try:
+        return semi_naive(None, written, origin)
+    except StageFailure as e:
+        _log.debug("%s is planned as written: %s", origin, e)
+        return written
 
 
 def _values(column) -> list:
