@@ -190,9 +190,21 @@ def _bind(args, df):
         # A catalog snapshot's column that holds nulls keeps Python values (object); where
         # the rows left hold none, it takes its values' type, so it joins typed columns.
         if v.dtype == object and len(v) and not pd.isna(v).any():
-            v = pd.Series(v).infer_objects().to_numpy()
+            v = _inferred(v)
         data[name] = v
     return _Bound(data, rows)
+
+
+def _inferred(values):
+    """An object array as the typed array its values allow (`Series.infer_objects`'s
+    conversion, called directly: pandas' Series around it costs more than the work on
+    the few rows of a catalog atom)."""
+    import numpy as np
+    import pandas as pd
+    from pandas._libs import lib
+
+    out = lib.maybe_convert_objects(values, convert_non_numeric=True)
+    return out if isinstance(out, np.ndarray) else pd.Series(values).infer_objects().to_numpy()
 
 
 class _Bound:
@@ -913,7 +925,21 @@ def _keys(df):
         lim = 1 << 31
         if len(a) == 0 or (a.min() >= -lim and a.max() < lim and b.min() >= -lim and b.max() < lim):
             return (a << 32) | (b & 0xFFFFFFFF)
-    return pd.util.hash_pandas_object(df, index=False).to_numpy().view(np.int64)
+    return _row_hashes([df[c].to_numpy() for c in df.columns])
+
+
+def _row_hashes(columns: list):
+    """A 64-bit hash of each row: pandas' hash of each column's values (`hash_array`,
+    as `hash_pandas_object` hashes them), combined by multiply and xor. Called per round
+    on a few tuples, where `hash_pandas_object`'s frame work costs a millisecond."""
+    import numpy as np
+    from pandas.util import hash_array
+
+    out = np.zeros(len(columns[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for values in columns:
+            out = (out * np.uint64(0x100000001B3)) ^ hash_array(values)
+    return out.view(np.int64)
 
 
 # ---------------------------------------------------------------- a stratum
