@@ -248,6 +248,7 @@ class _Bound:
 # a catalog program or a one-tuple delta, a pandas merge costs a millisecond of overhead
 # for microseconds of work.
 ALL_PAIRS = 1 << 16
+ALL_TEXT_PAIRS = 1 << 11  # for text keys, each pair a Python comparison
 
 
 def _matches(left: _Bound, right: _Bound, keys: list):
@@ -257,13 +258,16 @@ def _matches(left: _Bound, right: _Bound, keys: list):
     import numpy as np
     import pandas as pd
 
-    if len(left) * len(right) > ALL_PAIRS:
+    pairs = len(left) * len(right)
+    if pairs > ALL_PAIRS:
         return None
     hits = None
     for k in keys:
         a, b = left[k], right[k]
         if a.dtype != b.dtype and not (a.dtype.kind in "iuf" and b.dtype.kind in "iuf"):
             return None  # merge decides (and refuses text meeting numbers)
+        if (a.dtype.kind == "O" or b.dtype.kind == "O") and pairs > ALL_TEXT_PAIRS:
+            return None  # text compared pair by pair costs a Python call each: merge hashes
         same = a[:, None] == b[None, :]
         if a.dtype.kind == "O" or b.dtype.kind == "O":
             same = np.asarray(same, dtype=bool) & np.asarray(pd.notna(a), dtype=bool)[:, None] \
@@ -883,12 +887,17 @@ def _aligned(df, model):
 
 
 class _KeySet:
-    """Tuples seen so far, as 64-bit keys in a pandas hash table."""
+    """Tuples seen so far: as 64-bit keys in a pandas hash table, or, for a relation with
+    a text column, as the tuples themselves in a Python set (exact; hashing text
+    vectorized costs a millisecond a call in pandas, most of a round of a catalog
+    program's fixpoint, whose deltas hold a few tuples). The kind is chosen by the
+    first table added, the relation's full tuples."""
 
     def __init__(self):
         from pandas._libs import hashtable
 
         self.table = hashtable.Int64HashTable()
+        self.tuples: Optional[set] = None
 
     def add_new(self, df):
         import numpy as np
@@ -896,6 +905,10 @@ class _KeySet:
 
         if not len(df):
             return df
+        if self.tuples is None and not len(self.table) and any(t.kind == "O" for t in df.dtypes):
+            self.tuples = set()
+        if self.tuples is not None:
+            return self._add_new_tuples(df)
         keys = _keys(df)
         if len(keys) == 1:  # a delta of one tuple (a long chain of rounds): no frame work
             fresh = self.table.lookup(keys) < 0
@@ -904,6 +917,36 @@ class _KeySet:
             fresh &= self.table.lookup(keys) < 0
         self.table.map_locations(np.ascontiguousarray(keys[fresh]))
         return df if fresh.all() else df[fresh].reset_index(drop=True)
+
+
+    def _add_new_tuples(self, df):
+        import numpy as np
+
+        seen, fresh = self.tuples, np.zeros(len(df), dtype=bool)
+        for i, row in enumerate(_row_tuples(df)):
+            if row not in seen:
+                seen.add(row)
+                fresh[i] = True
+        return df if fresh.all() else df[fresh].reset_index(drop=True)
+
+
+_NAN = ("NaN",)  # a float column's NaN in a tuple: NaN equals nothing, this equals itself
+
+
+def _row_tuples(df):
+    """The rows of `df` as Python tuples (a proposition's: empty tuples)."""
+    import numpy as np
+
+    if df.shape[1] == 0:
+        return [()] * len(df)
+    columns = []
+    for c in df.columns:
+        values = df[c].to_numpy()
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            columns.append([_NAN if v != v else v for v in values.tolist()])
+        else:
+            columns.append(values.tolist())
+    return zip(*columns)
 
 
 def _keys(df):
