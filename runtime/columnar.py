@@ -308,9 +308,101 @@ def _without_null_keys(df, keys: list):
     return df if keep.all() else df[keep].reset_index(drop=True)
 
 
-def evaluate_rule(rule: RulePlan, read: Callable):
+class _Lookups:
+    """Hash indexes on the tables a recursive stratum reads from lower strata, built
+    once and probed every round: a round's delta of a few valuations then costs a few
+    dict look-ups, not a join (pandas' merge hashes both sides, a millisecond or more,
+    on each call). Held by one `run_stratum`; `constant`: the relations whose tables
+    stay the same objects through it."""
+
+    def __init__(self, constant):
+        self.constant = frozenset(constant)
+        self.kept: dict = {}  # (id(table), id(step)[, keys]) -> (table, what was built from it)
+
+    def _get(self, table, key, build):
+        hit = self.kept.get(key)
+        if hit is None or hit[0] is not table:
+            hit = self.kept[key] = (table, build())
+        return hit[1]
+
+    def bound(self, step, table) -> "_Bound":
+        return self._get(table, (id(table), id(step)), lambda: _bind(step.args, table))
+
+    def index(self, step, table, atom: "_Bound", keys: list) -> Optional[dict]:
+        """key values -> the atom's row numbers in order; None where a dict cannot say what
+        merge would (a NaN key, which merge matches with NaN)."""
+        return self._get(table, (id(table), id(step), tuple(keys)), lambda: _index(atom, keys))
+
+
+# A valuation set at most this large probes an index (`_Lookups`) instead of joining.
+PROBED = 256
+
+
+def _index(atom: "_Bound", keys: list) -> Optional[dict]:
+    import numpy as np
+    import pandas as pd
+
+    columns = []
+    for k in keys:
+        v = atom[k]
+        if v.dtype.kind == "f" and np.isnan(v).any():
+            return None
+        columns.append(v.tolist())
+    nulls = np.zeros(len(atom), dtype=bool)
+    for k in keys:
+        if atom[k].dtype.kind == "O":
+            nulls |= np.asarray(pd.isna(atom[k]), dtype=bool)
+    out: dict = {}
+    for i, key in enumerate(zip(*columns)):
+        if not nulls[i]:  # a null key matches nothing, as in SQL
+            out.setdefault(key, []).append(i)
+    return out
+
+
+def _probe_kinds_agree(bound: "_Bound", atom: "_Bound", keys: list) -> bool:
+    """Each key whole or fractional on both sides, or text on both (as `_matches` asks)."""
+    import numpy as np
+
+    for k in keys:
+        a, b = bound[k].dtype, atom[k].dtype
+        if a != b and not (a.kind in "iuf" and b.kind in "iuf"):
+            return False
+        if a.kind == "f" and np.isnan(bound[k]).any():
+            return False
+    return True
+
+
+def _probed(bound: "_Bound", atom: "_Bound", keys: list, index: dict, anti: bool):
+    """The join (or, `anti`, the valuations matching nothing) of `bound` with the atom
+    whose `index` on `keys` is given: rows in `_joined`'s order (left, then right)."""
+    import numpy as np
+    import pandas as pd
+
+    probes = [bound[k].tolist() for k in keys]
+    nulls = np.zeros(len(bound), dtype=bool)
+    for k in keys:
+        if bound[k].dtype.kind == "O":
+            nulls |= np.asarray(pd.isna(bound[k]), dtype=bool)
+    empty = ()
+    hits = [empty if nulls[i] else index.get(key, empty) for i, key in enumerate(zip(*probes))]
+    if anti:
+        return bound.where(np.fromiter((not h for h in hits), dtype=bool, count=len(hits)))
+    li = np.repeat(np.arange(len(bound)), [len(h) for h in hits])
+    ri = np.fromiter((j for h in hits for j in h), dtype=np.int64, count=len(li))
+    out = bound.take(li)
+    for k in keys:  # a whole key meeting a fractional one is double on both sides, as `_joined` gives it
+        if out.cols[k].dtype != atom[k].dtype:
+            out.cols[k] = out.cols[k].astype("float64")
+    for k, v in atom.cols.items():
+        if k not in keys:
+            out.cols[k] = v[ri]
+    return out
+
+
+def evaluate_rule(rule: RulePlan, read: Callable, lookups: Optional[_Lookups] = None):
     """The rule's head tuples (columns c0..; an aggregated column holds the aggregate's
-    input, 1 for count<*>). `read(step)` gives the table an atom step reads."""
+    input, 1 for count<*>). `read(step)` gives the table an atom step reads.
+    `lookups`: indexes kept across the rounds of a stratum (`_Lookups`)."""
     import pandas as pd
 
     import numpy as np
@@ -325,9 +417,15 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             table = read(step)
             if not len(table):  # an empty antijoin removes nothing (an empty positive atom returned above)
                 continue
-            atom = _bind(step.args, table)
+            fixed = lookups is not None and step.relation in lookups.constant
+            atom = lookups.bound(step, table) if fixed else _bind(step.args, table)
             keys = [v for v in atom.columns if v in bound.cols]
-            if step.op == "antijoin":
+            index = None
+            if fixed and keys and len(bound) <= PROBED and bound.cols and _probe_kinds_agree(bound, atom, keys):
+                index = lookups.index(step, table, atom, keys)
+            if index is not None and step.op in ("join", "antijoin"):
+                bound = _probed(bound, atom, keys, index, anti=step.op == "antijoin")
+            elif step.op == "antijoin":
                 if not keys:
                     bound = bound.where(np.zeros(len(bound), dtype=bool)) if len(atom) else bound
                 elif (hits := _matches(bound, atom, keys)) is not None:
@@ -1021,10 +1119,12 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: Op
     if on_iteration is not None:
         on_iteration(0, sizes)
 
+    lookups = _Lookups(n for n in tables if n not in st.relations)
+
     def derive(name, read):
         def reading(step):
             return read(step) if step.relation in st.relations else tables[step.relation]
-        outputs = [d for d in (evaluate_rule(r, reading) for r in st.delta_rules if r.head == name) if len(d)]
+        outputs = [d for d in (evaluate_rule(r, reading, lookups) for r in st.delta_rules if r.head == name) if len(d)]
         return ops.union(storages[name], outputs) if outputs else None
 
     report = None if on_iteration is None else (lambda i, sizes, seconds: on_iteration(i, sizes))
