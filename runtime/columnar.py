@@ -10,7 +10,7 @@ group-bys), milliseconds rather than a Spark job. Its callers:
 
 The semantics are `runtime/semantics.py`'s, the one definition every strategy shares:
 this module is its pandas backend (`PandasTables`) plus the evaluation of rule bodies.
-`tests/oracle.py` checks it against an independent tuple-at-a-time evaluator.
+`runtime/oracle.py` checks it against an independent tuple-at-a-time evaluator.
 
 What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
