@@ -334,8 +334,9 @@ class _Lookups:
         return self._get(table, (id(table), id(step), tuple(keys)), lambda: _index(atom, keys))
 
 
-# A valuation set at most this large probes an index (`_Lookups`) instead of joining.
-PROBED = 256
+# A valuation set at most this large probes an index (`_Lookups`) instead of joining: a
+# probe costs a dict look-up per valuation, a merge a millisecond or more whatever its size.
+PROBED = 4096
 
 
 def _index(atom: "_Bound", keys: list) -> Optional[dict]:
@@ -869,7 +870,7 @@ class PandasTables(semantics.Tables):
         return {n: len(t) for n, t in tables.items()}
 
     def cleared(self, s: Storage, t):
-        return t.iloc[0:0]
+        return t if not len(t) else t.iloc[0:0]  # asked per relation and round: most deltas are empty
 
     def new_tuples(self, s: Storage, full, cand):
         cand, full = _aligned(cand, full)
