@@ -198,6 +198,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--stage-path", action="append", default=[], metavar="DIR")
     c.set_defaults(func=cmd_stages)
 
+    c = sub.add_parser("test-stage", parents=[common],
+                       help="test a stage: its cases, header example, same answers (the oracle), trigger soundness")
+    c.add_argument("target", metavar="DIR|FILE", help="a stage file NAME.dl, or a directory of stage files")
+    c.add_argument("--cases", metavar="FILE", help="the case file (default: cases/NAME.dl beside the stage; for the "
+                                                   "repository's stages, tests/fixtures/stages/NAME.dl)")
+    c.add_argument("--examples", action="append", default=[], metavar="PROGRAM",
+                   help="also check the same answers on this program (repeatable; default: the repository's "
+                        "examples/*.olg and *.dl, where present)")
+    c.add_argument("-k", metavar="TEXT", dest="only_checks", help="run only the checks whose name holds TEXT")
+    c.add_argument("--update", action="store_true",
+                   help="rewrite the expected blocks of the cases from what the stage does (read them after!)")
+    c.set_defaults(func=cmd_test_stage)
+
     try:
         from evita.runtime import cli_commands
     except ImportError:
@@ -675,6 +688,65 @@ def cmd_stages(args) -> int:
     if alts:
         out.print("alternatives: " + ", ".join(f"{g}: {s}" for g, s in alts))
     return 0
+
+
+def cmd_test_stage(args) -> int:
+    """`evita test-stage DIR|FILE`: every check of `stage_check.StageChecks` on each stage
+    named, one line each; exit 1 if any fails."""
+    from .stage import find_stages, package_root
+    from .stage_check import CheckFailed, CheckSkipped, StageChecks
+
+    target = Path(args.target)
+    if not target.exists():
+        raise UserError(f"{target}: no such stage file or directory")
+    folder = target if target.is_dir() else target.parent
+    names = None if target.is_dir() else [target.stem]
+    if target.is_file() and target.suffix != ".dl":
+        raise UserError(f"{target}: a stage file ends in .dl")
+    found = find_stages([folder])
+    stages = [found[n] for n in (names or sorted(n for n, f in found.items() if f.path.parent.resolve()
+                                                 == folder.resolve()))]
+    if not stages:
+        raise UserError(f"{folder}: no stage files (NAME.dl) in it")
+    if args.cases and len(stages) > 1:
+        raise UserError("--cases names the case file of one stage: pass a stage file, not a directory")
+    examples = [Path(e) for e in args.examples] or sorted((package_root() / "examples").glob("*.olg")) + sorted(
+        (package_root() / "examples").glob("*.dl"))
+    spark = stages_session(args)
+    failed = passed = skipped = 0
+    for stage in stages:
+        cases = Path(args.cases) if args.cases else _case_file(stage)
+        checks = StageChecks(spark, stage, cases, examples)
+        out.print(f"[bold]{stage.name}[/] ({stage.path}; cases: {cases if cases.exists() else 'none'})")
+        for name, check in checks.all_checks():
+            if args.only_checks and args.only_checks not in name:
+                continue
+            try:
+                if args.update and name.startswith("case: "):
+                    checks.check_case(name[len("case: "):], update=True)
+                else:
+                    check()
+            except CheckFailed as e:
+                failed += 1
+                out.print(f"  [red]FAIL[/] {_escape(name)}")
+                out.print(_escape("\n".join("       " + line for line in str(e).splitlines())))
+            except CheckSkipped as e:
+                skipped += 1
+                out.print(f"  [yellow]skip[/] {_escape(name)}: {_escape(str(e))}")
+            else:
+                passed += 1
+                out.print(f"  [green]ok[/]   {_escape(name)}")
+    out.print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
+def _case_file(stage) -> Path:
+    """A stage's case file: cases/NAME.dl beside it, else the repository's fixture."""
+    from .stage import package_root
+
+    beside = stage.path.parent / "cases" / f"{stage.name}.dl"
+    shipped = package_root() / "tests" / "fixtures" / "stages" / f"{stage.name}.dl"
+    return beside if beside.exists() or not shipped.exists() else shipped
 
 
 def _topological(names: list, before: dict) -> list:

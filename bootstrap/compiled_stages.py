@@ -32,7 +32,8 @@ def cache_dir() -> Path:
 
 
 def semi_naive(spark, program: S.Program, origin: str) -> S.Program:
-    """`program` with its rules in ECA form, as the delta stage writes them."""
+    """`program` with its rules in ECA form, as the delta stage writes them. `spark`
+    None: the delta stage runs in this process (StageFailure where it cannot)."""
     if _running:
         return program
     from evita.catalog import schema
@@ -88,7 +89,9 @@ def _differentiate(spark, delta, rules: S.Program, origin: str) -> dict:
     _running.append(origin)
     try:  # once per change of Evita's code or stages: the result is cached on disk
         with doing(f"the delta stage on {origin} (once, then cached)"):
-            out = run_stage(spark, delta, rows, rules.name)
+            # spark None: asked for the in-process evaluator, which has no Spark to fall
+            # back on; a StageFailure then (the caller plans the program as written)
+            out = run_stage(spark, delta, rows, rules.name, evaluator="auto" if spark is not None else "in-process")
     except StageFailure as e:
         raise StageFailure(origin, f"the delta stage failed on it: {e.reason}", e.rule, e.detail) from None
     finally:

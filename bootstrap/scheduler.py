@@ -311,6 +311,10 @@ def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) 
 def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, wanted, origin: str):
     from evita.runtime.columnar import Unsupported
 
+    from .stage import fits_in_process
+
+    if not fits_in_process(program, rows):
+        return None
     try:
         return evaluate_in_process(program, rows, program_id, wanted, origin=origin)
     except Unsupported as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -426,16 +427,47 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
     return Evaluation(_complete(derived, wanted), result.actions + 1, time.perf_counter() - started, result.stats)
 
 
-# A catalog program over at most this many catalog rows is first tried in this process
-# (`in_process_first`): a program of a few rules has catalogs of tens to hundreds of
-# rows, where a Spark job costs seconds and pandas milliseconds.
-IN_PROCESS_ROWS = 5_000
+# A catalog program is first tried in this process (`in_process_first`, the columnar
+# backend's hash joins, semi-naive) while the catalog it reads fits in memory with room
+# for what it derives: a Spark job costs seconds where pandas takes milliseconds, and
+# the catalog of a program of thousands of rules holds about a hundred thousand rows.
+# The estimate: each value read held `BYTES_PER_VALUE` bytes, the relations derived
+# `GROWTH` times the catalog read; the budget a quarter of the machine's memory.
+BYTES_PER_VALUE = 64
+GROWTH = 20
+
+
+def _memory_budget() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):  # no sysconf: 4 GiB, a quarter of a small machine
+        return 1 << 32
+
+
+IN_PROCESS_BYTES = _memory_budget()
+
+# Past that budget a catalog program runs on Spark: as one-row statements in one Spark
+# action (`runtime/onerow.py`) while the catalog holds at most this many rows, where the
+# one-row form's nested loops over arrays cost less than the engine's job per
+# iteration; beyond it on the engine's SQL loop, whose joins are Spark's hash joins.
+ONE_ROW_ROWS = 5_000
+
+
+def catalog_read(program: S.Program, rows: CatalogRows) -> tuple:
+    """(rows, values) of the catalog tables `program` reads."""
+    read = tables_read(program)
+    return (sum(len(rows.get(t, [])) for t in read),
+            sum(len(rows.get(t, [])) * len(schema.table(t).columns) for t in read))
+
+
+def fits_in_process(program: S.Program, rows: CatalogRows) -> bool:
+    return catalog_read(program, rows)[1] * BYTES_PER_VALUE * GROWTH <= IN_PROCESS_BYTES
 
 
 def in_process_first(program: S.Program, rows: CatalogRows, wanted, origin: str, *, program_id: str,
                      max_iterations: int = 1000, evaluator: str = "auto") -> Optional["Evaluation"]:
     """The program evaluated in this process (`evaluate_in_process`) when `evaluator` is
-    "in-process", or "auto" and the catalog it reads is small (IN_PROCESS_ROWS): no
+    "in-process", or "auto" and the catalog it reads fits in memory (IN_PROCESS_BYTES): no
     Spark job. None when it is not tried, or when the columnar backend cannot run it
     (`columnar.Unsupported`: a function it lacks, a text only Spark writes, ...) and
     the evaluator is "auto": the caller runs it on Spark. With "in-process", that is a
@@ -444,7 +476,7 @@ def in_process_first(program: S.Program, rows: CatalogRows, wanted, origin: str,
 
     if evaluator not in ("auto", "in-process"):
         return None
-    if evaluator == "auto" and sum(len(rows.get(t, [])) for t in tables_read(program)) > IN_PROCESS_ROWS:
+    if evaluator == "auto" and not fits_in_process(program, rows):
         return None
     try:
         return evaluate_in_process(program, rows, program_id, wanted, origin=origin, max_iterations=max_iterations)
@@ -483,9 +515,7 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         flow = planned[1]
     else:
         try:
-            # Planned as written: these programs are small, and their ECA form would cost a
-            # Spark job the first time (`compiled_stages.py`).
-            flow = plan(with_trigger(catalog_form(program, tables_read(program)), program_id))
+            flow = plan(with_trigger(_eca_form_here(program, origin), program_id))
         except EvitaError as e:
             raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
         _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
@@ -506,6 +536,23 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     while len(_answered) > ANSWERS_KEPT:
         _answered.popitem(last=False)
     return Evaluation(derived, 0, time.perf_counter() - started, [])
+
+
+def _eca_form_here(program: S.Program, origin: str) -> S.Program:
+    """A catalog program in catalog form with its rules in ECA form (semi-naive: a round
+    joins only what the last round derived), the delta stage run in this process
+    (`compiled_stages.semi_naive`, cached on disk like the Spark paths' form). Naive
+    evaluation re-derives a recursive relation in full every round: over a program of
+    n relations in a chain, its rule graph n deep, that is quadratic in n. As written
+    when the delta stage cannot run here (its own program, while it differentiates)."""
+    from .compiled_stages import semi_naive
+
+    written = catalog_form(program, tables_read(program))
+    try:
+        return semi_naive(None, written, origin)
+    except StageFailure as e:
+        _log.debug("%s is planned as written: %s", origin, e)
+        return written
 
 
 def _values(column) -> list:
@@ -583,6 +630,8 @@ def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluat
     `evaluator` is "engine"."""
     if evaluator == "engine":
         return None
+    if evaluator == "auto" and any(catalog_read(program, rows)[0] > ONE_ROW_ROWS for program, rows, _, _ in jobs):
+        return None  # a large catalog: the engine's hash joins, not nested loops over arrays
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException, PySparkException
 

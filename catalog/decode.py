@@ -78,6 +78,8 @@ class _Decoder:
         self.args = _group(self.t["argument"], "predicate", "pos")
         self.nodes = {r["id"]: r for r in self.t["expression"]}
         self.children = _group(self.t["expression"], "parent", "seq")
+        self._groups: dict = {}  # (table, key, order) -> `_group` of it, made once
+        self._primary = None
         self.body = defaultdict(list)  # rule id -> [(pos, literal)]
         for r in self.t["predicate"]:
             if r["pos"]:
@@ -87,6 +89,14 @@ class _Decoder:
         for r in self.t["assignment"]:
             self.body[r["rule"]].append(
                 (r["pos"], r["id"], Assign(Var(r["var"]), self.expr(r["expr"]), self.span(r))))
+
+    def grouped(self, table: str, key: str, order: str) -> dict:
+        """`_group` of a table, made once per decoder: asked per relation or fact, it
+        would otherwise scan the whole table each time (quadratic in the program)."""
+        k = (table, key, order)
+        if k not in self._groups:
+            self._groups[k] = _group(self.t[table], key, order)
+        return self._groups[k]
 
     def span(self, row) -> Span:
         if row.get("line") is None:
@@ -107,7 +117,7 @@ class _Decoder:
         for r in self.t["io"]:
             stmts.append((r["pos"], 4, r["relation"] + r["direction"], self.io(r)))
         for r in self.t["component"]:
-            addrs = [a["address"] for a in _group(self.t["component_address"], "component", "seq")[r["name"]]]
+            addrs = [a["address"] for a in self.grouped("component_address", "component", "seq")[r["name"]]]
             stmts.append((r["pos"], 5, r["name"], Component(r["name"], tuple(addrs), self.span(r))))
         bases = _group(self.t["type_base"], "type", "seq")
         for r in self.t["type_decl"]:
@@ -193,16 +203,21 @@ class _Decoder:
         raise ValueError(f"expression {node_id} has unknown kind {kind!r}")
 
     def fact(self, r) -> Fact:
-        vals = _group(self.t["fact_value"], "fact", "pos")[r["id"]]
+        vals = self.grouped("fact_value", "fact", "pos")[r["id"]]
         atom = Atom(r["relation"], tuple(const(v["value"], v["type"]) for v in vals), r["location"],
                     span=self.span(r))
         return Fact(atom, r["component"], self.span(r))
 
     def keys(self, relation_id: str):
-        idx = [i for i in self.t["index"] if i["relation"] == relation_id and i["kind"] == "primary"]
-        if not idx:
+        if self._primary is None:  # relation id -> its first primary index, as the table lists them
+            self._primary = {}
+            for i in self.t["index"]:
+                if i["kind"] == "primary":
+                    self._primary.setdefault(i["relation"], i)
+        idx = self._primary.get(relation_id)
+        if idx is None:
             return None
-        cols = _group(self.t["index_column"], "index", "seq")[idx[0]["id"]]
+        cols = self.grouped("index_column", "index", "seq")[idx["id"]]
         return tuple(c["col"] for c in cols)
 
     def declaration(self, r):
@@ -210,8 +225,8 @@ class _Decoder:
         if r["style"] == "materialize":
             return Materialize(r["name"], number_const(r["lifetime"]), number_const(r["size"]),
                                keys or (), self.span(r))
-        cols = _group(self.t["relation_column"], "relation", "pos")[r["id"]]
-        qualifiers = _group(self.t["relation_qualifier"], "relation", "seq")[r["id"]]
+        cols = self.grouped("relation_column", "relation", "pos")[r["id"]]
+        qualifiers = self.grouped("relation_qualifier", "relation", "seq")[r["id"]]
         return Declaration(r["name"], tuple(Column(c["name"], c["type"]) for c in cols), keys,
                            r["style"], self.span(r), tuple(q["qualifier"] for q in qualifiers))
 

@@ -67,10 +67,11 @@ def apply(rows: CatalogRows, edits: Edits) -> CatalogRows:
     new = CatalogRows({k: list(v) for k, v in rows.items()})
     _delete(new, edits.deletes)
     copied = CatalogRows()
+    owned = _Owned(rows) if edits.copies or edits.term_copies else None
     for rule, to, name in edits.copies:
-        _copy_rule(rows, copied, rule, to, name)
+        _copy_rule(owned, copied, rule, to, name)
     for term, rule, pos in edits.term_copies:
-        _copy_term(rows, copied, term, rule, pos)
+        _copy_term(owned, copied, term, rule, pos)
     for table, inserted in list(copied.items()) + list(edits.inserts.items()):
         _upsert(new, table, inserted)
     for table, updates in edits.updates.items():
@@ -84,7 +85,7 @@ def _delete(rows: CatalogRows, patterns_by_table: dict) -> None:
     gone: dict = {}  # table -> ids deleted
     for table, patterns in patterns_by_table.items():
         if patterns:
-            keep, drop = _split(rows.get(table, []), lambda r: any(_matches(r, p) for p in patterns))
+            keep, drop = _split(rows.get(table, []), _matcher(patterns))
             rows[table] = keep
             _note(gone, table, drop)
     changed = bool(gone)
@@ -125,35 +126,70 @@ def _matches(row: tuple, pattern: tuple) -> bool:
     return all(p is None or p == v for v, p in zip(row, pattern))
 
 
+def _matcher(patterns: list):
+    """Whether a row matches any of `patterns` (`_matches`), as one set look-up per shape
+    of pattern (which fields it names): a stage deleting a row per rule of a large
+    program would otherwise compare every row with every pattern."""
+    shapes: dict = {}  # positions named -> the set of values named there
+    try:
+        for p in patterns:
+            named = tuple(i for i, v in enumerate(p) if v is not None)
+            shapes.setdefault(named, set()).add(tuple(p[i] for i in named))
+    except TypeError:  # a pattern naming a list: compared one by one
+        return lambda row: any(_matches(row, p) for p in patterns)
+
+    def matches(row: tuple) -> bool:
+        try:
+            return any(tuple(row[i] for i in named) in values for named, values in shapes.items())
+        except TypeError:  # the row holds a list where a pattern names a value
+            return any(_matches(row, p) for p in patterns)
+    return matches
+
+
 # ---------------------------------------------------------------- copies
 
-def _copy_rule(rows: CatalogRows, out: CatalogRows, rule: str, to: str, name: str) -> None:
-    for r in rows.dicts("rule"):
-        if r["id"] == rule:
-            out.add("rule", **{**r, "id": to, "name": name, "head": reprefix(r["head"], rule, to),
-                               "origin": r["origin"] or rule})
+class _Owned:
+    """The rows a copy reads, grouped once by their owner: a stage that copies every rule
+    of a large program (delta, magic sets) would otherwise scan each table per copy."""
+
+    def __init__(self, rows: CatalogRows):
+        self.rules = _grouped(rows.dicts("rule"), "id")
+        self.terms_of_rule = {t: _grouped(rows.dicts(t), "rule") for t in TERM_TABLES}
+        self.terms = {t: _grouped(rows.dicts(t), "id") for t in TERM_TABLES}
+        self.arguments = _grouped(rows.dicts("argument"), "predicate")
+        self.expressions = _grouped(rows.dicts("expression"), "term")
+
+
+def _grouped(dicts: list, column: str) -> dict:
+    """column value -> its rows, in the order the table holds them."""
+    out: dict = {}
+    for d in dicts:
+        out.setdefault(d[column], []).append(d)
+    return out
+
+
+def _copy_rule(owned: _Owned, out: CatalogRows, rule: str, to: str, name: str) -> None:
+    for r in owned.rules.get(rule, ()):
+        out.add("rule", **{**r, "id": to, "name": name, "head": reprefix(r["head"], rule, to),
+                           "origin": r["origin"] or rule})
     for table in TERM_TABLES:
-        for t in rows.dicts(table):
-            if t["rule"] == rule:
-                _copy_term(rows, out, t["id"], to, t["pos"])
+        for t in owned.terms_of_rule[table].get(rule, ()):
+            _copy_term(owned, out, t["id"], to, t["pos"])
 
 
-def _copy_term(rows: CatalogRows, out: CatalogRows, term: str, rule: str, pos: int) -> None:
+def _copy_term(owned: _Owned, out: CatalogRows, term: str, rule: str, pos: int) -> None:
     to = f"{rule}#{pos}"
     for table in TERM_TABLES:
-        for t in rows.dicts(table):
-            if t["id"] == term:
-                moved = {**t, "id": to, "rule": rule, "pos": pos}
-                if "expr" in moved:
-                    moved["expr"] = reprefix(moved["expr"], term, to)
-                out.add(table, **moved)
-    for a in rows.dicts("argument"):
-        if a["predicate"] == term:
-            out.add("argument", **{**a, "predicate": to, "expr": reprefix(a["expr"], term, to)})
-    for e in rows.dicts("expression"):
-        if e["term"] == term:
-            out.add("expression", **{**e, "id": reprefix(e["id"], term, to), "rule": rule, "term": to,
-                                     "parent": reprefix(e["parent"], term, to)})
+        for t in owned.terms[table].get(term, ()):
+            moved = {**t, "id": to, "rule": rule, "pos": pos}
+            if "expr" in moved:
+                moved["expr"] = reprefix(moved["expr"], term, to)
+            out.add(table, **moved)
+    for a in owned.arguments.get(term, ()):
+        out.add("argument", **{**a, "predicate": to, "expr": reprefix(a["expr"], term, to)})
+    for e in owned.expressions.get(term, ()):
+        out.add("expression", **{**e, "id": reprefix(e["id"], term, to), "rule": rule, "term": to,
+                                 "parent": reprefix(e["parent"], term, to)})
 
 
 # ---------------------------------------------------------------- insert, update

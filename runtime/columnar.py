@@ -10,7 +10,7 @@ group-bys), milliseconds rather than a Spark job. Its callers:
 
 The semantics are `runtime/semantics.py`'s, the one definition every strategy shares:
 this module is its pandas backend (`PandasTables`) plus the evaluation of rule bodies.
-`tests/oracle.py` checks it against an independent tuple-at-a-time evaluator.
+`runtime/oracle.py` checks it against an independent tuple-at-a-time evaluator.
 
 What is evaluated: atoms whose arguments are variables, wildcards and constants; filters
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
@@ -190,9 +190,21 @@ def _bind(args, df):
         # A catalog snapshot's column that holds nulls keeps Python values (object); where
         # the rows left hold none, it takes its values' type, so it joins typed columns.
         if v.dtype == object and len(v) and not pd.isna(v).any():
-            v = pd.Series(v).infer_objects().to_numpy()
+            v = _inferred(v)
         data[name] = v
     return _Bound(data, rows)
+
+
+def _inferred(values):
+    """An object array as the typed array its values allow (`Series.infer_objects`'s
+    conversion, called directly: pandas' Series around it costs more than the work on
+    the few rows of a catalog atom)."""
+    import numpy as np
+    import pandas as pd
+    from pandas._libs import lib
+
+    out = lib.maybe_convert_objects(values, convert_non_numeric=True)
+    return out if isinstance(out, np.ndarray) else pd.Series(values).infer_objects().to_numpy()
 
 
 class _Bound:
@@ -236,6 +248,7 @@ class _Bound:
 # a catalog program or a one-tuple delta, a pandas merge costs a millisecond of overhead
 # for microseconds of work.
 ALL_PAIRS = 1 << 16
+ALL_TEXT_PAIRS = 1 << 11  # for text keys, each pair a Python comparison
 
 
 def _matches(left: _Bound, right: _Bound, keys: list):
@@ -245,13 +258,16 @@ def _matches(left: _Bound, right: _Bound, keys: list):
     import numpy as np
     import pandas as pd
 
-    if len(left) * len(right) > ALL_PAIRS:
+    pairs = len(left) * len(right)
+    if pairs > ALL_PAIRS:
         return None
     hits = None
     for k in keys:
         a, b = left[k], right[k]
         if a.dtype != b.dtype and not (a.dtype.kind in "iuf" and b.dtype.kind in "iuf"):
             return None  # merge decides (and refuses text meeting numbers)
+        if (a.dtype.kind == "O" or b.dtype.kind == "O") and pairs > ALL_TEXT_PAIRS:
+            return None  # text compared pair by pair costs a Python call each: merge hashes
         same = a[:, None] == b[None, :]
         if a.dtype.kind == "O" or b.dtype.kind == "O":
             same = np.asarray(same, dtype=bool) & np.asarray(pd.notna(a), dtype=bool)[:, None] \
@@ -292,9 +308,102 @@ def _without_null_keys(df, keys: list):
     return df if keep.all() else df[keep].reset_index(drop=True)
 
 
-def evaluate_rule(rule: RulePlan, read: Callable):
+class _Lookups:
+    """Hash indexes on the tables a recursive stratum reads from lower strata, built
+    once and probed every round: a round's delta of a few valuations then costs a few
+    dict look-ups, not a join (pandas' merge hashes both sides, a millisecond or more,
+    on each call). Held by one `run_stratum`; `constant`: the relations whose tables
+    stay the same objects through it."""
+
+    def __init__(self, constant):
+        self.constant = frozenset(constant)
+        self.kept: dict = {}  # (id(table), id(step)[, keys]) -> (table, what was built from it)
+
+    def _get(self, table, key, build):
+        hit = self.kept.get(key)
+        if hit is None or hit[0] is not table:
+            hit = self.kept[key] = (table, build())
+        return hit[1]
+
+    def bound(self, step, table) -> "_Bound":
+        return self._get(table, (id(table), id(step)), lambda: _bind(step.args, table))
+
+    def index(self, step, table, atom: "_Bound", keys: list) -> Optional[dict]:
+        """key values -> the atom's row numbers in order; None where a dict cannot say what
+        merge would (a NaN key, which merge matches with NaN)."""
+        return self._get(table, (id(table), id(step), tuple(keys)), lambda: _index(atom, keys))
+
+
+# A valuation set at most this large probes an index (`_Lookups`) instead of joining: a
+# probe costs a dict look-up per valuation, a merge a millisecond or more whatever its size.
+PROBED = 4096
+
+
+def _index(atom: "_Bound", keys: list) -> Optional[dict]:
+    import numpy as np
+    import pandas as pd
+
+    columns = []
+    for k in keys:
+        v = atom[k]
+        if v.dtype.kind == "f" and np.isnan(v).any():
+            return None
+        columns.append(v.tolist())
+    nulls = np.zeros(len(atom), dtype=bool)
+    for k in keys:
+        if atom[k].dtype.kind == "O":
+            nulls |= np.asarray(pd.isna(atom[k]), dtype=bool)
+    out: dict = {}
+    for i, key in enumerate(zip(*columns)):
+        if not nulls[i]:  # a null key matches nothing, as in SQL
+            out.setdefault(key, []).append(i)
+    return out
+
+
+def _probe_kinds_agree(bound: "_Bound", atom: "_Bound", keys: list) -> bool:
+    """Each key whole or fractional on both sides, or text on both (as `_matches` asks)."""
+    import numpy as np
+
+    for k in keys:
+        a, b = bound[k].dtype, atom[k].dtype
+        if a != b and not (a.kind in "iuf" and b.kind in "iuf"):
+            return False
+        if a.kind == "f" and np.isnan(bound[k]).any():
+            return False
+    return True
+
+
+def _probed(bound: "_Bound", atom: "_Bound", keys: list, index: dict, anti: bool):
+    """The join (or, `anti`, the valuations matching nothing) of `bound` with the atom
+    whose `index` on `keys` is given: rows in `_joined`'s order (left, then right)."""
+    import numpy as np
+    import pandas as pd
+
+    probes = [bound[k].tolist() for k in keys]
+    nulls = np.zeros(len(bound), dtype=bool)
+    for k in keys:
+        if bound[k].dtype.kind == "O":
+            nulls |= np.asarray(pd.isna(bound[k]), dtype=bool)
+    empty = ()
+    hits = [empty if nulls[i] else index.get(key, empty) for i, key in enumerate(zip(*probes))]
+    if anti:
+        return bound.where(np.fromiter((not h for h in hits), dtype=bool, count=len(hits)))
+    li = np.repeat(np.arange(len(bound)), [len(h) for h in hits])
+    ri = np.fromiter((j for h in hits for j in h), dtype=np.int64, count=len(li))
+    out = bound.take(li)
+    for k in keys:  # a whole key meeting a fractional one is double on both sides, as `_joined` gives it
+        if out.cols[k].dtype != atom[k].dtype:
+            out.cols[k] = out.cols[k].astype("float64")
+    for k, v in atom.cols.items():
+        if k not in keys:
+            out.cols[k] = v[ri]
+    return out
+
+
+def evaluate_rule(rule: RulePlan, read: Callable, lookups: Optional[_Lookups] = None):
     """The rule's head tuples (columns c0..; an aggregated column holds the aggregate's
-    input, 1 for count<*>). `read(step)` gives the table an atom step reads."""
+    input, 1 for count<*>). `read(step)` gives the table an atom step reads.
+    `lookups`: indexes kept across the rounds of a stratum (`_Lookups`)."""
     import pandas as pd
 
     import numpy as np
@@ -309,9 +418,15 @@ def evaluate_rule(rule: RulePlan, read: Callable):
             table = read(step)
             if not len(table):  # an empty antijoin removes nothing (an empty positive atom returned above)
                 continue
-            atom = _bind(step.args, table)
+            fixed = lookups is not None and step.relation in lookups.constant
+            atom = lookups.bound(step, table) if fixed else _bind(step.args, table)
             keys = [v for v in atom.columns if v in bound.cols]
-            if step.op == "antijoin":
+            index = None
+            if fixed and keys and len(bound) <= PROBED and bound.cols and _probe_kinds_agree(bound, atom, keys):
+                index = lookups.index(step, table, atom, keys)
+            if index is not None and step.op in ("join", "antijoin"):
+                bound = _probed(bound, atom, keys, index, anti=step.op == "antijoin")
+            elif step.op == "antijoin":
                 if not keys:
                     bound = bound.where(np.zeros(len(bound), dtype=bool)) if len(atom) else bound
                 elif (hits := _matches(bound, atom, keys)) is not None:
@@ -755,7 +870,7 @@ class PandasTables(semantics.Tables):
         return {n: len(t) for n, t in tables.items()}
 
     def cleared(self, s: Storage, t):
-        return t.iloc[0:0]
+        return t if not len(t) else t.iloc[0:0]  # asked per relation and round: most deltas are empty
 
     def new_tuples(self, s: Storage, full, cand):
         cand, full = _aligned(cand, full)
@@ -871,12 +986,17 @@ def _aligned(df, model):
 
 
 class _KeySet:
-    """Tuples seen so far, as 64-bit keys in a pandas hash table."""
+    """Tuples seen so far: as 64-bit keys in a pandas hash table, or, for a relation with
+    a text column, as the tuples themselves in a Python set (exact; hashing text
+    vectorized costs a millisecond a call in pandas, most of a round of a catalog
+    program's fixpoint, whose deltas hold a few tuples). The kind is chosen by the
+    first table added, the relation's full tuples."""
 
     def __init__(self):
         from pandas._libs import hashtable
 
         self.table = hashtable.Int64HashTable()
+        self.tuples: Optional[set] = None
 
     def add_new(self, df):
         import numpy as np
@@ -884,6 +1004,10 @@ class _KeySet:
 
         if not len(df):
             return df
+        if self.tuples is None and not len(self.table) and any(t.kind == "O" for t in df.dtypes):
+            self.tuples = set()
+        if self.tuples is not None:
+            return self._add_new_tuples(df)
         keys = _keys(df)
         if len(keys) == 1:  # a delta of one tuple (a long chain of rounds): no frame work
             fresh = self.table.lookup(keys) < 0
@@ -892,6 +1016,36 @@ class _KeySet:
             fresh &= self.table.lookup(keys) < 0
         self.table.map_locations(np.ascontiguousarray(keys[fresh]))
         return df if fresh.all() else df[fresh].reset_index(drop=True)
+
+
+    def _add_new_tuples(self, df):
+        import numpy as np
+
+        seen, fresh = self.tuples, np.zeros(len(df), dtype=bool)
+        for i, row in enumerate(_row_tuples(df)):
+            if row not in seen:
+                seen.add(row)
+                fresh[i] = True
+        return df if fresh.all() else df[fresh].reset_index(drop=True)
+
+
+_NAN = ("NaN",)  # a float column's NaN in a tuple: NaN equals nothing, this equals itself
+
+
+def _row_tuples(df):
+    """The rows of `df` as Python tuples (a proposition's: empty tuples)."""
+    import numpy as np
+
+    if df.shape[1] == 0:
+        return [()] * len(df)
+    columns = []
+    for c in df.columns:
+        values = df[c].to_numpy()
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            columns.append([_NAN if v != v else v for v in values.tolist()])
+        else:
+            columns.append(values.tolist())
+    return zip(*columns)
 
 
 def _keys(df):
@@ -913,7 +1067,21 @@ def _keys(df):
         lim = 1 << 31
         if len(a) == 0 or (a.min() >= -lim and a.max() < lim and b.min() >= -lim and b.max() < lim):
             return (a << 32) | (b & 0xFFFFFFFF)
-    return pd.util.hash_pandas_object(df, index=False).to_numpy().view(np.int64)
+    return _row_hashes([df[c].to_numpy() for c in df.columns])
+
+
+def _row_hashes(columns: list):
+    """A 64-bit hash of each row: pandas' hash of each column's values (`hash_array`,
+    as `hash_pandas_object` hashes them), combined by multiply and xor. Called per round
+    on a few tuples, where `hash_pandas_object`'s frame work costs a millisecond."""
+    import numpy as np
+    from pandas.util import hash_array
+
+    out = np.zeros(len(columns[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for values in columns:
+            out = (out * np.uint64(0x100000001B3)) ^ hash_array(values)
+    return out.view(np.int64)
 
 
 # ---------------------------------------------------------------- a stratum
@@ -952,10 +1120,12 @@ def run_stratum(st: Stratum, storages: dict, tables: dict, *, max_iterations: Op
     if on_iteration is not None:
         on_iteration(0, sizes)
 
+    lookups = _Lookups(n for n in tables if n not in st.relations)
+
     def derive(name, read):
         def reading(step):
             return read(step) if step.relation in st.relations else tables[step.relation]
-        outputs = [d for d in (evaluate_rule(r, reading) for r in st.delta_rules if r.head == name) if len(d)]
+        outputs = [d for d in (evaluate_rule(r, reading, lookups) for r in st.delta_rules if r.head == name) if len(d)]
         return ops.union(storages[name], outputs) if outputs else None
 
     report = None if on_iteration is None else (lambda i, sizes, seconds: on_iteration(i, sizes))

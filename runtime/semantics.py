@@ -5,7 +5,7 @@ how the few operations of `Tables` run (pandas frames in `runtime/columnar.py`, 
 DataFrames or SQL common table expressions in `runtime/engine.py`, array expressions
 folded inside one SQL statement in `runtime/onerow.py`). What a relation holds, what a
 round of recursion finds new, and when a recursion stops are decided here and nowhere
-else; `tests/oracle.py` is the independent reference all of them are tested against.
+else; `runtime/oracle.py` is the independent reference all of them are tested against.
 
 What a relation holds (`kind`):
 

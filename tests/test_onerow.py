@@ -211,7 +211,7 @@ def test_size_limits_and_autoinc_fall_back_to_the_engine(spark, monkeypatch):
     assert "limitsize" in onerow.unsupported(plan(parse_program(limited, "<test>")), {})
     numbered = "p(2). p(1). q(X, autoinc<*>) :- p(X)."
     assert "autoinc" in onerow.unsupported(plan(parse_program(numbered, "<test>")), {})
-    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)  # past the in-process evaluator
+    monkeypatch.setattr(st, "IN_PROCESS_BYTES", -1)  # past the in-process evaluator
     before = len(st.FALLBACKS)
     assert _run(spark, numbered, ["q"], "auto")["q"] == {(1, 0), (2, 1)}
     assert len(st.FALLBACKS) == before + 1 and "autoinc" in st.FALLBACKS[-1][1]
@@ -253,7 +253,7 @@ def test_lattice_rides_in_the_stage_action(spark):
 
 
 def test_programs_with_lists_fall_back_to_the_engine(spark, monkeypatch):
-    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)  # past the in-process evaluator, which has lists
+    monkeypatch.setattr(st, "IN_PROCESS_BYTES", -1)  # past the in-process evaluator, which has lists
     text = "p(1). l(L) :- p(X), L := f_cons(X, X)."
     before = len(st.FALLBACKS)
     assert _run(spark, text, ["l"], "auto")["l"] == {((1, 1),)}

@@ -130,3 +130,55 @@ def test_a_cycle_in_the_order_is_an_error(tmp_path):
     [d] = _error(lambda: Lattice(find_stages([folder])))
     assert d.code == "stage-cycle" and "marker" in d.message and "system_r" in d.message
     assert "marker.dl" in d.hint
+
+
+# ---------------------------------------------------------------- evita test-stage (issue 35, item 4)
+
+DEAD_CASES = """// case: a rule whose head nobody reads is removed
+.decl edge(x: number, y: number)
+.decl path(x: number, y: number)
+.decl scratch(x: number)
+.output path
+edge(1, 2).
+r1 path(x, y) :- edge(x, y).
+r2 scratch(x) :- edge(x, x).
+// expect:
+.decl edge(x: number, y: number)
+.decl path(x: number, y: number)
+.decl scratch(x: number)
+.output path
+edge(1, 2).
+r1 path(x, y) :- edge(x, y).
+
+// case: no-op: every rule feeds the output
+.decl edge(x: number, y: number)
+.decl path(x: number, y: number)
+.output path
+edge(1, 2).
+r1 path(x, y) :- edge(x, y).
+"""
+
+
+def test_test_stage_runs_an_outside_stage_and_fails_on_a_wrong_case(tmp_path, capsys):
+    """A stage outside the repository, its cases in cases/NAME.dl beside it: every check
+    passes (exit 0); an expected block that keeps a dead rule fails with the diff (exit 1)."""
+    from evita.bootstrap.cli import main
+
+    text = (EXAMPLES / "stages" / "dead_rules.dl").read_text().replace('stage("dead_rules")', 'stage("my_dead")')
+    folder = _stage_dir(tmp_path, "my_dead", text)
+    (folder / "cases").mkdir()
+    (folder / "cases" / "my_dead.dl").write_text(DEAD_CASES)
+    args = ["test-stage", str(folder / "my_dead.dl"), "--examples", str(EXAMPLES / "tc.dl")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    for check in ("case: a rule whose head nobody reads is removed", "a no-op case", "header example 1",
+                  "same answers: example tc.dl", "same answers: case: no-op: every rule feeds the output"):
+        assert f"ok   {check}" in out
+    assert "0 failed" in out
+    wrong = DEAD_CASES.replace("r1 path(x, y) :- edge(x, y).\n\n", "r1 path(x, y) :- edge(x, y).\n"
+                                                                 "r2 scratch(x) :- edge(x, x).\n\n", 1)
+    (folder / "cases" / "my_dead.dl").write_text(wrong)
+    assert main(args + ["-k", "case:"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL case: a rule whose head nobody reads is removed" in out
+    assert "-r2 scratch(x) :- edge(x, x)." in out and "1 failed" in out

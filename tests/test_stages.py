@@ -182,7 +182,7 @@ def test_small_catalogs_compile_in_process_to_the_same_catalog_as_on_spark(spark
     here = compile_program(spark, rows, program.name)
     ran = [v for v in here.versions[1:] if not v.skipped]
     assert ran and all(v.actions == 0 for v in ran)
-    monkeypatch.setattr(st, "IN_PROCESS_ROWS", -1)
+    monkeypatch.setattr(st, "IN_PROCESS_BYTES", -1)
     monkeypatch.setattr(st, "_answered", type(st._answered)())
     on_spark = compile_program(spark, rows, program.name)
     assert [v.stage for v in on_spark.versions] == [v.stage for v in here.versions]

@@ -1,0 +1,461 @@
+"""A tiny reference evaluator, used only as a test oracle for the Spark runtime.
+
+Independent of the planner and the runtime on purpose: it reads the syntax tree,
+stratifies by repeated relaxation, and evaluates each stratum naively (every rule over
+everything, until nothing changes) with nested loops over Python tuples. Slow, short,
+and easy to believe.
+
+Semantics it pins down (the runtime must agree):
+- set semantics; negation succeeds when no tuple matches (variables only in the negated
+  atom are existential);
+- head aggregates range over body valuations: each distinct combination of matching
+  tuples counts once; count<*> counts them, set<X> is the sorted distinct list,
+  list<X> the sorted list; all rules of an aggregated relation feed one grouping;
+  seal<X> is no aggregate here: X's value (a sealed batch lands whole, and all at once);
+- min/max inside recursion follow PreM: the constraint is applied after every step;
+- `delete` rules remove their tuples after the fixpoint (deferred deletion);
+- `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
+- `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
+  `/` on two whole numbers truncates toward zero, and by zero derives nothing;
+  `%` takes the dividend's sign.
+Primary-key replacement is not modelled (it depends on evaluation order).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+
+from evita.bootstrap import builtins as B
+from evita.bootstrap import ranges
+from evita.bootstrap import syntax as S
+
+
+class Unstratifiable(Exception):
+    pass
+
+
+class NoValue(Exception):
+    """A Soufflé whole-number division by zero: the valuation derives nothing."""
+
+
+def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 10_000) -> dict:
+    """relation -> set of tuples (lists as tuples)."""
+    _DIALECT[0] = program.dialect
+    db: dict = defaultdict(set)
+    for f in program.facts:
+        db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
+    for rel, rows in (inputs or {}).items():
+        db[rel] |= {tuple(r) for r in rows}
+    rules = [r for r in program.rules if r.time != "next"]
+    strata = _stratify(rules)
+    deletions: dict = defaultdict(set)
+    for level in sorted(set(strata.values())):
+        rs = [r for r in rules if strata[_head(r)] == level]
+        _fixpoint(rs, db, deletions, max_rounds)
+    for rel, gone in deletions.items():
+        db[rel] -= gone
+    return dict(db)
+
+
+def _head(r: S.Rule) -> str:
+    return r.head.relation + ("#delete" if r.delete else "")
+
+
+def _aggs(r: S.Rule) -> list:
+    # seal<X> aggregates nothing: a sealed column holds its value (the batch arrives whole,
+    # and the oracle has no time: every message lands at once)
+    return [(i, a) for i, a in enumerate(r.head.args) if isinstance(a, S.Aggregate) and a.func != "seal"]
+
+
+def _stratify(rules: list) -> dict:
+    heads = {_head(r) for r in rules}
+    feeds = {h: set() for h in heads}  # h -> relations h reads
+    for r in rules:
+        feeds[_head(r)] |= {l.relation for l in r.body if isinstance(l, S.Atom) and l.relation in heads}
+    reach = {h: set(f) for h, f in feeds.items()}
+    for k in heads:  # transitive closure (Warshall)
+        for i in heads:
+            if k in reach[i]:
+                reach[i] |= reach[k]
+
+    def same_scc(a, b):
+        return a == b and a in reach[a] or (b in reach[a] and a in reach[b])
+
+    level = {h: 0 for h in heads}
+    for _ in range(len(heads) + 2):
+        changed = False
+        for r in rules:
+            h = _head(r)
+            aggs = [a.func for _, a in _aggs(r)]
+            for lit in r.body:
+                if isinstance(lit, S.Atom) and lit.relation in heads:
+                    # min/max may stay inside recursion (PreM); any other edge through an
+                    # aggregate or a negation must go up a stratum
+                    premappable = aggs and all(f in ("min", "max", "autoinc") for f in aggs) and same_scc(h, lit.relation)
+                    strict = lit.negated or (aggs and not premappable)
+                    need = level[lit.relation] + (1 if strict else 0)
+                    if level[h] < need:
+                        level[h] = need
+                        changed = True
+        if not changed:
+            return level
+    raise Unstratifiable("no stratification")
+
+
+def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int):
+    by_head = defaultdict(list)
+    for r in rules:
+        by_head[_head(r)].append(r)
+    for _ in range(max_rounds):
+        derived = {}
+        for h, rs in by_head.items():
+            rows: list = []
+            agg = next((_aggs(r) for r in rs if _aggs(r)), [])
+            for r in rs:
+                rows.extend(_rule_rows(r, db))
+            derived[h] = _aggregate(rows, agg, db.get(h, set()) if agg else None) if agg else set(rows)
+        changed = False
+        for h, rows in derived.items():
+            if h.endswith("#delete"):
+                if not rows <= deletions[h[:-7]]:
+                    deletions[h[:-7]] |= rows
+                    changed = True
+                continue
+            old = db.get(h, set())
+            agg = next((_aggs(r) for r in by_head[h] if _aggs(r)), [])
+            new = rows if agg else old | rows
+            if new != old:
+                db[h] = new
+                changed = True
+        if not changed:
+            return
+    raise RuntimeError("oracle: no fixpoint")
+
+
+def _aggregate(rows: list, agg: list, old: set) -> set:
+    """Group body valuations; for min/max the old tuples take part too (PreM keeps the best)."""
+    positions = {i for i, _ in agg}
+    funcs = dict((i, a.func) for i, a in agg)
+    if "autoinc" in funcs.values():
+        return _numbered(rows, next(iter(positions)), old)
+    groups: dict = defaultdict(list)
+    for row in rows:
+        groups[tuple(v for i, v in enumerate(row) if i not in positions)].append(row)
+    if all(f in ("min", "max") for f in funcs.values()):
+        for row in old:
+            groups[tuple(v for i, v in enumerate(row) if i not in positions)].append(row)
+    out = set()
+    for key, members in groups.items():
+        it = iter(key)
+        row = []
+        for i in range(len(members[0])):
+            if i in positions:
+                vals = [m[i] for m in members]
+                row.append(_agg(funcs[i], vals))
+            else:
+                row.append(next(it))
+        out.add(tuple(row))
+    return out
+
+
+def _numbered(rows: list, column: int, old: set) -> set:
+    """autoinc<*>: the groups `old` lacks, numbered after its tuples in ascending order;
+    old groups keep their numbers."""
+    def key(row):
+        return tuple(v for i, v in enumerate(row) if i != column)
+
+    known = {key(row) for row in old}
+    fresh = sorted({key(row) for row in rows} - known)
+    out = set(old)
+    for n, k in enumerate(fresh, start=len(old)):
+        out.add(k[:column] + (n,) + k[column:])
+    return out
+
+
+def _agg(func, vals):
+    present = [v for v in vals if v is not None]
+    if func == "count":
+        return len(present)
+    if func == "sum":
+        return sum(present) if present else None
+    if func == "min":
+        return min(present) if present else None
+    if func == "max":
+        return max(present) if present else None
+    if func == "avg":
+        return float(sum(present)) / len(present) if present else None
+    if func == "set":
+        return tuple(sorted(set(present)))
+    if func == "list":
+        return tuple(sorted(present))
+    raise ValueError(func)
+
+
+def _rule_rows(rule: S.Rule, db: dict) -> list:
+    """The head tuple for every valuation of the body (aggregated columns: the input value)."""
+    out = []
+    positive = [l for l in rule.body if isinstance(l, S.Atom) and not l.negated]
+    others = [l for l in rule.body if not (isinstance(l, S.Atom) and not l.negated)]
+
+    def rest(env, pending):
+        # apply every literal that is ready; fail fast
+        progress = True
+        pending = list(pending)
+        while progress:
+            progress = False
+            for l in list(pending):
+                if isinstance(l, S.Assign) and ranges.is_range(l.expr):
+                    continue  # several values: `search` branches on it
+                if isinstance(l, S.Assign):
+                    if set(S.term_vars(l.expr)) <= env.keys():
+                        v = _eval(l.expr, env)
+                        if l.var.name in env:
+                            if env[l.var.name] != v:
+                                return None, pending
+                        else:
+                            env[l.var.name] = v
+                        pending.remove(l)
+                        progress = True
+                elif isinstance(l, S.Select):
+                    if set(S.term_vars(l.expr)) <= env.keys():
+                        if _eval(l.expr, env) is not True:
+                            return None, pending
+                        pending.remove(l)
+                        progress = True
+        return env, pending
+
+    def search(i, env, pending):
+        try:
+            valuation(i, env, pending)
+        except NoValue:
+            return
+
+    def valuation(i, env, pending):
+        env, pending = rest(dict(env), pending)
+        if env is None:
+            return
+        generator = next((l for l in pending if isinstance(l, S.Assign) and ranges.is_range(l.expr)
+                          and set(S.term_vars(l.expr)) <= env.keys()), None)
+        if generator is not None:  # x = range(...): the rest once per value
+            left = [l for l in pending if l is not generator]
+            name = generator.var.name
+            for v in ranges.values(*[_eval(a, env) for a in generator.expr.args]):
+                if name not in env:
+                    search(i, {**env, name: v}, left)
+                elif env[name] == v:
+                    search(i, env, left)
+            return
+        if i == len(positive):
+            for l in pending:  # negations; selections whose variables never got bound fail
+                if isinstance(l, S.Atom):
+                    if any(_match(l.args, t, dict(env)) is not None for t in db.get(l.relation, ())):
+                        return
+                else:
+                    return
+            out.append(tuple(_head_value(a, env) for a in rule.head.args))
+            return
+        atom = positive[i]
+        for t in db.get(atom.relation, ()):
+            e2 = _match(atom.args, t, dict(env))
+            if e2 is not None:
+                search(i + 1, e2, pending)
+
+    search(0, {}, others)
+    return out
+
+
+def _head_value(a, env):
+    if isinstance(a, S.Aggregate):
+        return 1 if a.arg is None else _eval(a.arg, env)
+    return _eval(a, env)
+
+
+def _match(args, t, env):
+    if len(args) != len(t):
+        return None
+    for a, v in zip(args, t):
+        if isinstance(a, S.Wildcard):
+            continue
+        if isinstance(a, S.Var):
+            if a.name in env:
+                if env[a.name] is None or env[a.name] != v or v is None:
+                    return None
+            else:
+                env[a.name] = v
+        else:
+            if not set(S.term_vars(a)) <= env.keys():
+                return None
+            w = _eval(a, env)
+            if w is None or w != v:
+                return None
+    return env
+
+
+def _const(t):
+    if isinstance(t, S.Const):
+        return math.inf if t.type == S.INFINITY else t.value
+    if isinstance(t, S.ListExpr):
+        return tuple(_const(a) for a in t.items)
+    if isinstance(t, S.UnOp) and t.op == "-":
+        return -_const(t.arg)
+    raise ValueError(t)
+
+
+# Whether `/` is Soufflé's whole-number division: the program is Soufflé's (set by
+# `evaluate`) and both values are whole numbers. Decided on the values, not the planner's
+# types, so that the two are checked against each other.
+_DIALECT = ["overlog"]
+
+
+def _souffle_whole(a, b) -> bool:
+    return _DIALECT[0] == "souffle" and all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
+
+
+def _eval(t, env):
+    if isinstance(t, S.Var):
+        return env[t.name]
+    if isinstance(t, S.Const):
+        return _const(t)
+    if isinstance(t, S.ListExpr):
+        return tuple(_eval(a, env) for a in t.items)
+    if isinstance(t, S.UnOp):
+        v = _eval(t.arg, env)
+        return None if v is None else (-v if t.op == "-" else not v)
+    if isinstance(t, S.Cond):
+        return _eval(t.then, env) if _eval(t.test, env) else _eval(t.other, env)
+    if isinstance(t, S.BinOp):
+        a, b = _eval(t.left, env), _eval(t.right, env)
+        if t.op == "&&":
+            return bool(a) and bool(b)
+        if t.op == "||":
+            return bool(a) or bool(b)
+        if a is None or b is None:
+            return None
+        if t.op == "+":
+            return a + b
+        if t.op == "-":
+            return a - b
+        if t.op == "*":
+            return a * b
+        if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
+            if b == 0:
+                raise NoValue(t)
+            return (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+        if t.op == "/":
+            return None if b == 0 else a / b
+        if t.op == "%":
+            if b == 0:
+                return None
+            if isinstance(a, int) and isinstance(b, int):  # Java's sign, exactly (a 64-bit hash is no float)
+                return (abs(a) % abs(b)) * (1 if a >= 0 else -1)
+            return math.fmod(a, b)
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[t.op]
+    if isinstance(t, S.Call):
+        name = B.canonical(t.func)
+        args = [_eval(a, env) for a in t.args]
+        if name == "as":  # Soufflé's cast: the value itself
+            return args[0]
+        if name == "cons":
+            return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
+        if name == "contains":
+            return args[0] in args[1]
+        if name == "size":
+            return len(args[0])
+        if name == "append":
+            return tuple(args[0]) + (args[1],)
+        if name == "concat":
+            return tuple(args[0]) + tuple(args[1])
+        if name == "list":
+            return tuple(args)
+        if name == "cat":  # null in, null out, as in Spark
+            return None if any(a is None for a in args) else "".join(_text(a) for a in args)
+        if name == "to_string":
+            return None if args[0] is None else _text(args[0])
+        if name == "strlen":
+            return None if args[0] is None else len(args[0])
+        if name == "substr":
+            return None if args[0] is None else _substr(*args)
+        if name == "match":  # Python's re for Java's: the same on the patterns the tests use
+            return None if None in args else re.fullmatch(args[0], args[1]) is not None
+        if name in ("to_number", "to_unsigned"):
+            return _to_number(args[0])
+        if name == "to_float":
+            return _to_float(args[0])
+        if name == "reprefix":
+            s, old, new = args
+            return s if s is None or not s.startswith(old) else new + s[len(old):]
+        if name == "if":
+            return args[1] if args[0] else args[2]
+        if name == "id":
+            return ":".join(_text(a) for a in args)
+        if name == "abs":
+            return abs(args[0])
+        if name in ("upper", "lower"):
+            return None if args[0] is None else getattr(str(args[0]), name)()
+        if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
+            from evita.runtime.xxhash import xxhash64
+
+            return xxhash64(*args)
+        if name == "log":
+            return None if args[0] is None or args[0] <= 0 else math.log(args[0])
+        if name == "exp":
+            return None if args[0] is None else math.exp(args[0])
+        if name in _BITWISE:
+            return None if any(a is None for a in args) else _BITWISE[name](*args)
+        if name == "pow":  # Spark's power: always a float
+            return None if any(a is None for a in args) else float(args[0]) ** args[1]
+        if name == "min":
+            return min(args)
+        if name == "max":
+            return max(args)
+        raise NotImplementedError(f"oracle: builtin {name}")
+    raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _substr(s: str, i: int, n: int) -> str:
+    """C++'s std::string::substr, as Soufflé calls it: out of range gives ""."""
+    if i < 0 or i > len(s):
+        return ""
+    return s[i:] if n < 0 else s[i:i + n]
+
+
+def _to_number(v):
+    """Spark's try_cast to bigint: text must spell a whole number; floats truncate."""
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None if v is None else int(v)
+
+
+def _to_float(v):
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None if v is None else float(v)
+
+
+def _int64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+# Soufflé's bitwise and logical functors over 64-bit whole numbers; shift distances
+# count modulo 64 (the JVM's rule, so Spark's).
+_BITWISE = {
+    "band": lambda a, b: a & b, "bor": lambda a, b: a | b, "bxor": lambda a, b: a ^ b, "bnot": lambda a: ~a,
+    "bshl": lambda a, b: _int64(a << (b % 64)), "bshr": lambda a, b: a >> (b % 64),
+    "bshru": lambda a, b: _int64((a % (1 << 64)) >> (b % 64)),
+    "land": lambda a, b: 1 if a and b else 0, "lor": lambda a, b: 1 if a or b else 0,
+    "lxor": lambda a, b: 1 if bool(a) != bool(b) else 0, "lnot": lambda a: 0 if a else 1,
+}
+
+
+def _text(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
