@@ -80,18 +80,18 @@ def flow_rows(dataflow, program=None) -> dict:
                 continue
             rp = planner.rule_plan(r, None, relations)
             last = b.pipeline(rp, dataflow)
-            outputs.setdefault(r.head.relation, []).append(b.add(f"{rp.name}.next", "prev", inputs=(last,),
+            outputs.setdefault(r.head.relation, []).append(b.add(f"{rp.name}_next", "prev", inputs=(last,),
                                                                  rule=rp.name))
     for name, storage in dataflow.relations.items():
         feeds = outputs.get(name, [])
         if name in persisted or not feeds:
-            src = b.add(f"src.{name}", "source", relation=name) if storage.kind == "base" or name in persisted \
+            src = b.add(f"src_{name}", "source", relation=name) if storage.kind == "base" or name in persisted \
                 else None
             if src is not None:
                 feeds = [src] + feeds
         union = b.union(name, feeds)
         if name in persisted and union is not None:
-            union = b.add(f"persist.{name}", "persist", inputs=(union,), relation=name)
+            union = b.add(f"persist_{name}", "persist", inputs=(union,), relation=name)
         if union is not None:
             b.alias(name, union)
     b.resolve()
@@ -137,7 +137,7 @@ class _Builder:
             return None
         acc = feeds[0]
         for k, f in enumerate(feeds[1:], 1):
-            acc = self.add(f"rel.{relation}" + ("" if k == len(feeds) - 1 else f".{k}"), "chain", inputs=(acc, f),
+            acc = self.add(f"rel_{relation}" + ("" if k == len(feeds) - 1 else f"_{k}"), "chain", inputs=(acc, f),
                            relation=relation if k == len(feeds) - 1 else None)
         return acc
 
@@ -147,11 +147,11 @@ class _Builder:
 
         prev = None
         for i, step in enumerate(rp.steps, 1):
-            name = f"{rp.name}.{i}"
+            name = f"{rp.name}_{i}"
             if step.op in ("scan", "join", "antijoin"):
                 read = ("@rel", step.relation)
                 if step.delta:
-                    read = self.add(f"{name}.delta", "iter_delta", inputs=(read,), rule=rp.name)
+                    read = self.add(f"{name}_delta", "iter_delta", inputs=(read,), rule=rp.name)
                 if prev is None:
                     prev = read
                     continue
@@ -163,7 +163,7 @@ class _Builder:
                                 inputs=(prev,) if prev is not None else (), detail=detail, rule=rp.name)
         head = ", ".join(term_text(a) if not isinstance(a, Aggregate) else f"{a.func}<{term_text(a.arg)}>"
                          if a.arg is not None else f"{a.func}<*>" for a in rp.head_args)
-        return self.add(f"{rp.name}.head", "map", inputs=(prev,) if prev is not None else (),
+        return self.add(f"{rp.name}_head", "map", inputs=(prev,) if prev is not None else (),
                         detail=f"{rp.head}({head})", relation=rp.head, rule=rp.name)
 
     def resolve(self):
@@ -173,7 +173,7 @@ class _Builder:
             if isinstance(i, tuple):
                 rel = i[1]
                 if rel not in self.aliases:  # read, never derived nor stored: an empty source
-                    self.alias(rel, self.add(f"src.{rel}", "source", relation=rel))
+                    self.alias(rel, self.add(f"src_{rel}", "source", relation=rel))
                 i = self.aliases[rel]
             row["input"] = f"{self.pid}:{i}"
 

@@ -314,7 +314,7 @@ TABLES = (
        "operators is one operator with several consumers (rows of flow_input), so the graph is a DAG.", [
         ("program", STRING, "program id"),
         ("id", STRING, "operator id: program:name"),
-        ("name", STRING, "operator name: the rule label and step (r2.1), rel.R for relation R, or as written"),
+        ("name", STRING, "operator name: the rule label and step (r2_1), rel_R for relation R, or as written"),
         ("op", STRING, "source (a relation's stored tuples), chain (union of its inputs), join (detail: the key "
                        "variables; none: a cross product), antijoin, filter, map (detail: the expression or head), "
                        "iter_delta (a relation's semi-naive delta in a recursive stratum), and over ticks: "
