@@ -28,6 +28,7 @@ OPERATORS = {
     "filter": (False, False, "now"),
     "map": (False, False, "now"),
     "iter_delta": (False, False, "now"),
+    "recur": (False, False, "now"),
     "persist": (True, True, "all"),
     "delta": (True, False, "now"),
     "old": (True, True, "before"),
@@ -68,9 +69,10 @@ def flow_rows(dataflow, program=None) -> dict:
             elif r.time == "next":
                 next_rules.append(r)
     outputs: dict = {}  # relation -> operator names feeding it
-    rules = [(r, st) for st in dataflow.strata for r in (*st.init_rules, *st.delta_rules)]
-    for rp, _ in rules:
-        outputs.setdefault(rp.head, []).append(b.pipeline(rp, dataflow))
+    for st in dataflow.strata:
+        for rp in (*st.init_rules, *st.delta_rules):
+            here = set(st.relations) if st.recursive else set()
+            outputs.setdefault(rp.head, []).append(b.pipeline(rp, dataflow, here))
     if next_rules:
         planner = _Planner(program)
         relations = dataflow.relations
@@ -79,17 +81,15 @@ def flow_rows(dataflow, program=None) -> dict:
                                                        for l in r.body):
                 continue
             rp = planner.rule_plan(r, None, relations)
-            last = b.pipeline(rp, dataflow)
+            last = b.pipeline(rp, dataflow, set())
             outputs.setdefault(r.head.relation, []).append(b.add(f"{rp.name}_next", "prev", inputs=(last,),
                                                                  rule=rp.name))
+    stated = {rel for rel, _ in dataflow.facts}
     for name, storage in dataflow.relations.items():
         feeds = outputs.get(name, [])
-        if name in persisted or not feeds:
-            src = b.add(f"src_{name}", "source", relation=name) if storage.kind == "base" or name in persisted \
-                else None
-            if src is not None:
-                feeds = [src] + feeds
-        union = b.union(name, feeds)
+        if storage.kind == "base" or storage.input or (name in stated and feeds):
+            feeds = [b.add(f"src_{name}", "source", relation=name)] + feeds  # facts, inputs: read as stored
+        union = b.union(name, feeds, written=name not in persisted)
         if name in persisted and union is not None:
             union = b.add(f"persist_{name}", "persist", inputs=(union,), relation=name)
         if union is not None:
@@ -131,17 +131,22 @@ class _Builder:
     def alias(self, relation, op_name):
         self.aliases[relation] = op_name
 
-    def union(self, relation, feeds):
-        """A relation with several producers: a chain of chains (binary, left-deep)."""
+    def union(self, relation, feeds, written=True):
+        """A relation with several producers: a chain of chains (binary, left-deep);
+        `written`: the last chain is what the relation holds."""
         if not feeds:
             return None
         acc = feeds[0]
         for k, f in enumerate(feeds[1:], 1):
-            acc = self.add(f"rel_{relation}" + ("" if k == len(feeds) - 1 else f"_{k}"), "chain", inputs=(acc, f),
-                           relation=relation if k == len(feeds) - 1 else None)
+            last = k == len(feeds) - 1
+            acc = self.add(f"rel_{relation}" + ("" if last else f"_{k}"), "chain", inputs=(acc, f),
+                           relation=relation if last and written else None)
         return acc
 
-    def pipeline(self, rp, dataflow) -> str:
+    def pipeline(self, rp, dataflow, recursive: set) -> str:
+        """A rule's steps as operators. In a recursive stratum a read of the stratum's own
+        relations closes a cycle: `iter_delta` (its last iteration's new tuples) or
+        `recur` (all of it so far); these are the graph's back edges within a tick."""
         from .syntax import Aggregate
         from ..runtime.dataflow import term_text
 
@@ -152,6 +157,8 @@ class _Builder:
                 read = ("@rel", step.relation)
                 if step.delta:
                     read = self.add(f"{name}_delta", "iter_delta", inputs=(read,), rule=rp.name)
+                elif step.relation in recursive:
+                    read = self.add(f"{name}_recur", "recur", inputs=(read,), rule=rp.name)
                 if prev is None:
                     prev = read
                     continue

@@ -317,7 +317,8 @@ TABLES = (
         ("name", STRING, "operator name: the rule label and step (r2_1), rel_R for relation R, or as written"),
         ("op", STRING, "source (a relation's stored tuples), chain (union of its inputs), join (detail: the key "
                        "variables; none: a cross product), antijoin, filter, map (detail: the expression or head), "
-                       "iter_delta (a relation's semi-naive delta in a recursive stratum), and over ticks: "
+                       "iter_delta (a relation's semi-naive delta in a recursive stratum), recur (a recursive "
+                       "stratum's relation read in full inside its fixpoint), and over ticks: "
                        "persist (every tuple so far), delta (this tick's new tuples), old (every tuple before this "
                        "tick), prev (the previous tick's tuples)"),
         ("detail", STRING, "what parameterizes the operator: join keys, a filter or map expression; '' if nothing"),
