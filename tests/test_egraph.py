@@ -42,6 +42,13 @@ add_member("ann"). message("hi").
 """
 
 
+SMALL_DEDALUS = """
+msg(M)@next :- msg(M).
+msg(M) :- message(M).
+message("hi").
+"""
+
+
 def rows_of(flow: dict) -> CatalogRows:
     rows = CatalogRows()
     for table, dicts in flow.items():
@@ -169,16 +176,18 @@ def test_the_budget_bounds_saturation_without_failing(tmp_path):
 def test_a_users_rewrite_fires_in_explain(spark, tmp_path, capsys):
     from evita.bootstrap.cli import main
 
-    (tmp_path / "stages").mkdir()
-    (tmp_path / "stages" / "my_egraph.dl").write_text(USER_STAGE.replace("BUDGET", "6"))
+    (tmp_path / "stages" / "explain").mkdir(parents=True)
+    (tmp_path / "stages" / "my_egraph.dl").write_text(USER_STAGE.replace("BUDGET", "2"))
+    # its explain view is the shipped one (an #include not found beside the file is looked up in stages/)
+    (tmp_path / "stages" / "explain" / "my_egraph.dl").write_text('#include "explain/egraph.dl"\n')
     program = tmp_path / "chat.olg"
-    program.write_text(DEDALUS_CHAT)
+    program.write_text(SMALL_DEDALUS)
     code = main(["explain", str(program), "--stage-path", str(tmp_path / "stages"), "--stage", "my_egraph",
                  "--choose", "dataflow=my_egraph"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "persist-delta: fired" in out  # the user's rule, in the stage's explain view
-    assert "budget" in out and "depth budget 6" in out
+    assert "depth budget 2" in out
 
 
 def test_plan_flow_reads_the_rows_back(spark, tmp_path, capsys):
