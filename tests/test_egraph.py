@@ -65,13 +65,12 @@ def run_egraph(text: str, stage_paths=(), name: str = "egraph") -> CatalogRows:
     return st.apply(rows, out)
 
 
-_runs: dict = {}
+def egraph_of(spark, text: str) -> CatalogRows:
+    """The catalog after the egraph stage, shared with test_stage_cases (`stage_alone`
+    caches one run per stage and program for the session)."""
+    from conftest import stage_alone
 
-
-def egraph_of(text: str) -> CatalogRows:
-    if text not in _runs:
-        _runs[text] = run_egraph(text)
-    return _runs[text]
+    return encode(stage_alone(spark, "egraph", parse_program(text, "chat.dl")))
 
 
 def test_the_planners_dataflow_as_rows_shares_a_relation_read_twice():
@@ -104,8 +103,8 @@ def test_the_rows_print_as_plan_op_statements_and_read_back():
         assert sorted(map(tuple, again.dicts(table)), key=str) == sorted(map(tuple, rows.dicts(table)), key=str)
 
 
-def test_the_chat_example_becomes_a_streaming_join_with_the_same_tuples_every_tick():
-    rows = egraph_of(CHAT)
+def test_the_chat_example_becomes_a_streaming_join_with_the_same_tuples_every_tick(spark):
+    rows = egraph_of(spark, CHAT)
     extracted, _, writes = graph_of(rows, "chat", "extracted")
     assert "delta" not in {op for op, _ in extracted.values()}
     notify = extracted[writes["notify"]]
@@ -117,21 +116,21 @@ def test_the_chat_example_becomes_a_streaming_join_with_the_same_tuples_every_ti
                                    "streaming join on U",
                                    "a diamond: persist(a) read by two joins stays one operator with two consumers",
                                    "a delta of a persist cancels"])
-def test_every_changed_case_gives_the_same_tuples_every_tick(title):
+def test_every_changed_case_gives_the_same_tuples_every_tick(spark, title):
     from test_stage_cases import case_program, the_case
 
     program = case_program("egraph", the_case("egraph", title))
-    rows = egraph_of(format_program(program))
+    rows = egraph_of(spark, format_program(program))
     assert graph_of(rows, "chat", "extracted")[0], "the case should extract a new graph"
     assert differential(rows, "chat", seeds=range(200)) == []
 
 
-def test_the_diamond_keeps_its_shared_operator_shared():
+def test_the_diamond_keeps_its_shared_operator_shared(spark):
     from test_stage_cases import case_program, the_case
 
     program = case_program("egraph", the_case("egraph", "a diamond: persist(a) read by two joins stays one "
                                                          "operator with two consumers"))
-    rows = egraph_of(format_program(program))
+    rows = egraph_of(spark, format_program(program))
     extracted, _, _ = graph_of(rows, "chat", "extracted")
     readers = [n for n, (_, ins) in extracted.items() if "chat:x_pa" in ins]
     assert len(readers) == 2
