@@ -65,12 +65,14 @@ def run_egraph(text: str, stage_paths=(), name: str = "egraph") -> CatalogRows:
     return st.apply(rows, out)
 
 
-def egraph_of(spark, text: str) -> CatalogRows:
+def egraph_of(spark, program) -> CatalogRows:
     """The catalog after the egraph stage, shared with test_stage_cases (`stage_alone`
     caches one run per stage and program for the session)."""
     from conftest import stage_alone
 
-    return encode(stage_alone(spark, "egraph", parse_program(text, "chat.dl")))
+    if isinstance(program, str):
+        program = parse_program(program, "chat.dl")
+    return encode(stage_alone(spark, "egraph", program))
 
 
 def test_the_planners_dataflow_as_rows_shares_a_relation_read_twice():
@@ -120,9 +122,9 @@ def test_every_changed_case_gives_the_same_tuples_every_tick(spark, title):
     from test_stage_cases import case_program, the_case
 
     program = case_program("egraph", the_case("egraph", title))
-    rows = egraph_of(spark, format_program(program))
-    assert graph_of(rows, "chat", "extracted")[0], "the case should extract a new graph"
-    assert differential(rows, "chat", seeds=range(200)) == []
+    rows = egraph_of(spark, program)
+    assert graph_of(rows, program.name, "extracted")[0], "the case should extract a new graph"
+    assert differential(rows, program.name, seeds=range(200)) == []
 
 
 def test_the_diamond_keeps_its_shared_operator_shared(spark):
@@ -130,9 +132,9 @@ def test_the_diamond_keeps_its_shared_operator_shared(spark):
 
     program = case_program("egraph", the_case("egraph", "a diamond: persist(a) read by two joins stays one "
                                                          "operator with two consumers"))
-    rows = egraph_of(spark, format_program(program))
-    extracted, _, _ = graph_of(rows, "chat", "extracted")
-    readers = [n for n, (_, ins) in extracted.items() if "chat:x_pa" in ins]
+    rows = egraph_of(spark, program)
+    extracted, _, _ = graph_of(rows, program.name, "extracted")
+    readers = [n for n, (_, ins) in extracted.items() if f"{program.name}:x_pa" in ins]
     assert len(readers) == 2
     assert sum(1 for op, _ in extracted.values() if op == "persist") == 1
 
