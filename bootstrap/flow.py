@@ -81,13 +81,15 @@ def flow_rows(dataflow, program=None) -> dict:
                                                        for l in r.body):
                 continue
             rp = planner.rule_plan(r, None, relations)
-            last = b.pipeline(rp, dataflow, set())
+            last = b.pipeline(rp, dataflow, set(), writes=False)  # its prev writes the relation
             outputs.setdefault(r.head.relation, []).append(b.add(f"{rp.name}_next", "prev", inputs=(last,),
                                                                  rule=rp.name))
     stated = {rel for rel, _ in dataflow.facts}
     for name, storage in dataflow.relations.items():
         feeds = outputs.get(name, [])
-        if storage.kind == "base" or storage.input or (name in stated and feeds):
+        # facts, inputs, or a relation no rule writes: read as stored (a persisted relation's
+        # stored tuples are its persist, not a source of it)
+        if storage.input or name in stated or (storage.kind == "base" and name not in persisted):
             feeds = [b.add(f"src_{name}", "source", relation=name)] + feeds  # facts, inputs: read as stored
         union = b.union(name, feeds, written=name not in persisted)
         if name in persisted and union is not None:
@@ -143,7 +145,7 @@ class _Builder:
                            relation=relation if last and written else None)
         return acc
 
-    def pipeline(self, rp, dataflow, recursive: set) -> str:
+    def pipeline(self, rp, dataflow, recursive: set, writes: bool = True) -> str:
         """A rule's steps as operators. In a recursive stratum a read of the stratum's own
         relations closes a cycle: `iter_delta` (its last iteration's new tuples) or
         `recur` (all of it so far); these are the graph's back edges within a tick."""
@@ -171,7 +173,7 @@ class _Builder:
         head = ", ".join(term_text(a) if not isinstance(a, Aggregate) else f"{a.func}<{term_text(a.arg)}>"
                          if a.arg is not None else f"{a.func}<*>" for a in rp.head_args)
         return self.add(f"{rp.name}_head", "map", inputs=(prev,) if prev is not None else (),
-                        detail=f"{rp.head}({head})", relation=rp.head, rule=rp.name)
+                        detail=f"{rp.head}({head})", relation=rp.head if writes else None, rule=rp.name)
 
     def resolve(self):
         """Replace `("@rel", R)` inputs by the operator holding R, and ids everywhere."""
