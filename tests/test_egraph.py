@@ -201,3 +201,18 @@ def test_plan_flow_reads_the_rows_back(spark, tmp_path, capsys):
     assert code == 0
     assert "dataflow chat (planned) {" in out and "persist_member = persist(rule2_head)" in out
     assert "extracted" not in out  # the egraph stage is opt-in: without --egraph it does not run
+
+
+@pytest.mark.parametrize("text,message", [
+    (".plan op n(op=bogus)", "operator 'bogus', which is not one"),
+    (".plan op n(op=persist, in0=nowhere)", "reads nowhere, which no .plan op names"),
+    (".plan op n(op=persist, colour=red)", "unknown .plan op key colour"),
+])
+def test_a_bad_plan_op_is_a_positioned_error(text, message):
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.diagnostics import EvitaError
+
+    with pytest.raises(EvitaError) as e:
+        check_program(parse_program(text + "\n", "bad.dl"))
+    rendered = e.value.render()
+    assert message in rendered and "bad.dl:1:1" in rendered
