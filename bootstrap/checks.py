@@ -339,11 +339,15 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
             return Diagnostic("bad-plan", message, p.span, p.name, hint)
         if p.kind not in PLAN_KEYS:
             yield bad(f".plan {p.kind} is not a kind of plan",
-                      "write .plan relation NAME(...), .plan rule LABEL(...) or .plan statistics NAME(...)")
+                      "write .plan relation NAME(...), .plan rule LABEL(...), .plan statistics NAME(...) or "
+                      ".plan op NAME(op=...)")
         elif p.kind in ("relation", "statistics") and p.name not in relations:
             yield bad(f".plan names relation {p.name}, which the program does not use", "check the name")
         elif p.kind == "rule" and p.name not in rules:
             yield bad(f".plan names rule {p.name}, which the program does not have", "check the rule label")
+        elif p.kind == "op":
+            yield from _check_plan_op(p, bad, program)
+            continue
         for key, value in p.params:
             value = str(value)
             if p.kind == "relation" and key not in PLAN_KEYS["relation"]:
@@ -371,6 +375,26 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
                 elif rule is not None and not (0 < int(pos) <= len(rule.body)
                                                and isinstance(rule.body[int(pos) - 1], Atom)):
                     yield bad(f"rule {p.name} has no atom at body position {pos}", "count body terms from 1")
+
+
+def _check_plan_op(p, bad, program) -> Iterator[Diagnostic]:
+    """`.plan op NAME(op=OP, in0=A, in1=B, ...)`: a known operator whose inputs are operators."""
+    from .flow import OPERATORS
+    from .syntax import PLAN_KEYS, Plan
+
+    params = dict((k, str(v)) for k, v in p.params)
+    names = {q.name for q in program.of(Plan) if q.kind == "op"}
+    for key in params:
+        if key not in PLAN_KEYS["op"]:
+            yield bad(f"unknown .plan op key {key}", f"keys: {', '.join(PLAN_KEYS['op'])}")
+    if params.get("op") not in OPERATORS:
+        yield bad(f".plan op {p.name} has operator {params.get('op')!r}, which is not one",
+                  f"operators: {', '.join(OPERATORS)}")
+    for key in ("in0", "in1"):
+        if key in params and params[key] not in names:
+            yield bad(f".plan op {p.name} reads {params[key]}, which no .plan op names", "check the name")
+    if params.get("graph", "planned") not in ("planned", "extracted"):
+        yield bad(f"graph={params['graph']} is not planned or extracted", "write one of those")
 
 
 def qualifier_notes(program: Program) -> list:

@@ -231,6 +231,9 @@ def stage_options() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
     p.add_argument("--choose", action="append", default=[], metavar="GROUP=STAGE",
                    help="pick STAGE among the alternatives of GROUP")
+    p.add_argument("--egraph", action="store_true",
+                   help="write the planner's dataflow into the catalog (tables flow_op, flow_input) so that the "
+                        "egraph stage saturates and extracts it (docs/egraph.md); its result is shown, not run")
     p.add_argument("--max-iterations", type=int, default=None, metavar="N",
                    help="stop a recursion that has not reached its fixpoint after N iterations "
                         "(default: no limit for the program, 1000 for each stage)")
@@ -456,7 +459,8 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     try:
         with phase("compile: stages"):
             comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
-                                   only=args.only, choose=choose, max_iterations=args.max_iterations or 1000)
+                                   only=args.only, choose=choose, max_iterations=args.max_iterations or 1000,
+                                   dataflow=wants_dataflow(args))
     except StageFailure as e:
         versions = e.versions or [Version(0, "parse", rows)]
         diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
@@ -476,6 +480,19 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     for note in comp.notes:
         (notes or print_note)(note)
     return program, comp, diffs
+
+
+def wants_dataflow(args) -> bool:
+    """Whether the compile writes the planner's dataflow into the catalog for the stages
+    that read it (`scheduler.with_planned_dataflow`): `--egraph`, or `evita explain
+    --stage S` of such a stage (the egraph stage, or a variant of it in --stage-path)."""
+    from .stage import find_stages, tables_read
+
+    if getattr(args, "egraph", False):
+        return True
+    asked = getattr(args, "stage", None)
+    stage = find_stages(args.stage_path).get(asked) if asked else None
+    return stage is not None and "flow_op" in tables_read(stage.program)
 
 
 def print_note(note: str) -> None:

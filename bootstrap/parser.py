@@ -92,6 +92,11 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     return Program(name or _program_name(path), tuple(statements), path, dialect, text_as_given)
 
 
+# Where an #include not found beside the including file is looked for last: Evita's own stages,
+# so a stage in a --stage-path folder can `#include "include/egraph.dl"` as the shipped ones do.
+SHIPPED_STAGES = Path(__file__).resolve().parent.parent / "stages"
+
+
 def _spliced(statements: list, includes: list, path: str, text: str, including: tuple) -> list:
     from .source import read_source
 
@@ -101,6 +106,8 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
     for inc in reversed(includes):  # later lines first: earlier indices stay valid
         line, col, name = inc.line, inc.col, inc.name
         target = (base / name).resolve()
+        if name and not target.is_file() and (SHIPPED_STAGES / name).is_file():
+            target = (SHIPPED_STAGES / name).resolve()  # a user's stage includes a shipped include
         span = Span(path, line, col)
         if not name or not target.is_file():
             raise EvitaError([Diagnostic("include", f"#include names {name or 'nothing'}, which is not a file",

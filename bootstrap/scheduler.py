@@ -30,6 +30,7 @@ from .activity import doing
 from .diagnostics import Diagnostic, EvitaError
 from .stage import (
     APPLIES, BOOTSTRAP_STAGES, StageFailure, StageFile, apply, evaluate, evaluate_in_process, find_stages,
+    tables_read,
     package_root,
 )
 
@@ -199,11 +200,14 @@ class Lattice:
 
 def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
                     choose: Optional[dict] = None, max_iterations: int = 1000, evaluator: str = "auto",
-                    triggers: bool = True) -> Compilation:
+                    triggers: bool = True, dataflow: bool = False) -> Compilation:
     """Move one program through the stages the lattice orders. `rows` is its catalog
     after parsing (version 0). `evaluator`: how catalog programs run (`stage.run_stage`).
     `triggers`: skip a stage whose trigger finds nothing to do (False runs every stage,
-    for tests that check a skip changes nothing)."""
+    for tests that check a skip changes nothing). `dataflow`: before a stage that reads
+    the physical dataflow (`sys::flow_op`: the egraph stage), write the planner's dataflow
+    of the catalog as it then is into it (`with_planned_dataflow`); without it such a
+    stage sees only the operators a program states (`.plan op`), so it is opt-in."""
     stages = find_stages(stage_paths)
     with doing("the reading of the stage lattice"):
         lattice = Lattice(stages)
@@ -218,7 +222,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     cache_key = None
     if compile_cache.enabled():
         options = (sorted(skip), sorted(only) if only is not None else None, sorted((choose or {}).items()),
-                   max_iterations, evaluator, triggers)
+                   max_iterations, evaluator, triggers) + ((True,) if dataflow else ())
         with doing("the reading of the compile cache"):
             cache_key = compile_cache.key(rows, program_id, stages, lattice.path, tuple(map(repr, options)))
             cached = compile_cache.load(cache_key)
@@ -240,6 +244,8 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         if stage is None:
             raise StageFailure(name, f"stage_lattice.dl names stage {name}, but no stages/{name}.dl exists",
                                detail="add the file, or pass its directory with --stage-path")
+        if dataflow and "flow_op" in tables_read(stage.program):
+            comp.versions[-1] = with_planned_dataflow(comp.versions[-1], program_id)
         asked = time.perf_counter()
         if triggers and not applies(stage, comp.versions[-1], program_id, evaluator):
             comp.versions.append(skipped_version(comp.versions[-1], program_id, name, time.perf_counter() - asked))
@@ -268,6 +274,30 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     if cache_key is not None:
         compile_cache.keep(cache_key, comp)
     return comp
+
+
+def with_planned_dataflow(version: Version, program_id: str) -> Version:
+    """`version` with the planner's dataflow of its catalog as rows of flow_op and
+    flow_input (`bootstrap/flow.py`), unless it holds operators already (a program's own
+    `.plan op` statements, or an earlier stage's). A catalog the planner refuses gets
+    none: the planner says why at the end of the compile."""
+    from evita.catalog.decode import decode
+
+    from .flow import flow_rows
+    from .planner import plan
+
+    if any(r[0] == program_id for r in version.rows.get("flow_op", [])):
+        return version
+    try:
+        program = decode(version.rows, program_id)
+        rows = flow_rows(plan(program), program)
+    except EvitaError:
+        return version
+    out = CatalogRows({t: list(v) for t, v in version.rows.items()})
+    for table, dicts in rows.items():
+        for d in dicts:
+            out.add(table, **d)
+    return replace(version, rows=out)
 
 
 def _changed(before: CatalogRows, after: CatalogRows) -> bool:

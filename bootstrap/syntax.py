@@ -267,7 +267,7 @@ class Plan:
     decisions a stage wrote into the catalog (join methods, placement, caching, how a
     recursive stratum runs), and what a relation a stage made is for (its role, for a
     later stage to read), in text so a compiled program prints and parses back whole."""
-    kind: str  # "relation", "rule" or "statistics"
+    kind: str  # "relation", "rule", "statistics" or "op"
     name: str
     params: tuple = ()  # ((key, value), ...)
     span: Span = _span()
@@ -278,6 +278,9 @@ PLAN_KEYS = {
                  "made_for"),
     "rule": (),  # joinK: the method of the join with the atom at body position K
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
+    # `.plan op n3(op=join, in0=n1, in1=n2)`: one operator of the physical dataflow (tables flow_op,
+    # flow_input; bootstrap/flow.py), so stage cases can state a dataflow and print the egraph's choice
+    "op": ("op", "in0", "in1", "detail", "relation", "rule", "graph"),
 }
 JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
 DISTRIBUTIONS = ("partitioned", "replicated", "broadcast", "located")

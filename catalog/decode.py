@@ -146,6 +146,7 @@ class _Decoder:
             if params:
                 out.append(("relation:" + r["name"], Plan("relation", r["name"], params)))
         out += statistics_plans(self.t["statistic"])
+        out += flow_plans(self.t["flow_op"], self.t["flow_input"])
         rules = {r["id"]: r["name"] for r in self.t["rule"]}
         methods = _group([p for p in self.t["predicate"] if p["method"] and p["rule"] in rules], "rule", "pos")
         for rid, preds in methods.items():
@@ -248,6 +249,20 @@ def _group(rows: list, key: str, order: str) -> dict:
 
 _METRIC_KEY = {metric: key for key, metric in STATISTIC_KEYS.items()}  # in the order they print
 _METRIC_ORDER = {metric: i for i, metric in enumerate(_METRIC_KEY)}
+
+
+def flow_plans(ops: list, inputs: list) -> list:
+    """`.plan op NAME(op=..., in0=..., ...)`, one per dataflow operator (table flow_op)."""
+    names = {r["id"]: r["name"] for r in ops}
+    ins = _group(inputs, "op", "seq")
+    out = []
+    for r in ops:
+        params = [("op", r["op"])]
+        params += [(f"in{i['seq']}", names.get(i["input"], i["input"])) for i in ins.get(r["id"], ())]
+        params += [(k, r[k]) for k in ("detail", "relation", "rule") if r[k]]
+        params += [("graph", r["graph"])] if r["graph"] and r["graph"] != "planned" else []
+        out.append(("op:" + r["name"], Plan("op", r["name"], tuple(params))))
+    return out
 
 
 def statistics_plans(rows: list) -> list:

@@ -109,6 +109,8 @@ class _Encoder:
                     self.mention(s.name, None, s.span)
                 elif s.kind == "statistics":
                     self.statistics(s)
+                elif s.kind == "op":
+                    self.flow_op(s)
             elif isinstance(s, Component):
                 self.component(pos, s)
             else:
@@ -308,6 +310,17 @@ class _Encoder:
         for key, value in s.params:
             metric, col = statistic_key(key)
             self.rows.add("statistic", program=self.pid, relation=s.name, col=col, metric=metric, value=float(value))
+
+    def flow_op(self, s: Plan) -> None:
+        from evita.bootstrap.flow import op_row
+
+        params = dict((k, _text(v)) for k, v in s.params)
+        row = op_row(self.pid, s.name, params.get("op"), params.get("detail"), params.get("relation"),
+                     params.get("rule"), params.get("graph", "planned"))
+        self.rows.add("flow_op", **row)
+        for seq, key in enumerate(("in0", "in1")):
+            if key in params:
+                self.rows.add("flow_input", program=self.pid, op=row["id"], seq=seq, input=f"{self.pid}:{params[key]}")
 
     def io(self, pos: int, d: IODirective) -> None:
         info = self.mention(d.relation, None, d.span)

@@ -312,6 +312,35 @@ TABLES = (
         ("before", STRING, "stage name"),
         ("after", STRING, "stage name"),
     ], ["before", "after"]),
+    _t("flow_op", "The physical dataflow as rows: one operator each (docs/egraph.md). Written by the planner "
+       "(graph 'planned', `evita plan --flow`), by `.plan op` statements, and by the egraph stage (graph "
+       "'extracted': its cheapest equal dataflow, which nothing executes yet). A relation read by several "
+       "operators is one operator with several consumers (rows of flow_input), so the graph is a DAG.", [
+        ("program", STRING, "program id"),
+        ("id", STRING, "operator id: program:name"),
+        ("name", STRING, "operator name: the rule label and step (r2_1), rel_R for relation R, or as written"),
+        ("op", STRING, "source (a relation's stored tuples), chain (union of its inputs), join (detail: the key "
+                       "variables; none: a cross product), antijoin, filter, map (detail: the expression or head), "
+                       "iter_delta (a relation's semi-naive delta in a recursive stratum), recur (a recursive "
+                       "stratum's relation read in full inside its fixpoint), and over ticks: "
+                       "persist (every tuple so far), delta (this tick's new tuples), old (every tuple before this "
+                       "tick), prev (the previous tick's tuples)"),
+        ("detail", STRING, "what parameterizes the operator: join keys, a filter or map expression; '' if nothing"),
+        ("relation", STRING, "for source: the relation read; for the last operator of a rule: the relation written"),
+        ("rule", STRING, "label of the rule the operator belongs to, null for relation operators"),
+        ("graph", STRING, "'planned' (the planner's or as written) or 'extracted' (the egraph stage's choice)"),
+        ("stateful", BOOL, "keeps state across ticks (persist, delta, old, prev)"),
+        ("persisted", BOOL, "emits tuples of earlier ticks (persist, old)"),
+        ("tick", STRING, "the tick it reads: 'now', 'before' (every earlier tick: old), 'previous' (prev), or "
+                         "'all' (persist)"),
+    ], ["id"], order=["program", "id"]),
+    _t("flow_input", "Inputs of dataflow operators, one row per input, in order (a DAG: an operator may feed "
+       "several).", [
+        ("program", STRING, "program id"),
+        owned("op", "the consuming operator's id", "flow_op"),
+        ("seq", INT, "0-based input position (join: 0 the left side, 1 the right)"),
+        ("input", STRING, "the producing operator's id"),
+    ], ["op", "seq"]),
     _t("statistic", "Statistics for cost-based stages: one metric of a relation or column. Filled from inputs "
        "measured by evita run and evita analyze, from facts by stages/stats.dl, and from .plan statistics.", [
         ("program", STRING, "program id"),

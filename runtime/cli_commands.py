@@ -34,6 +34,9 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--timestep", action="store_true",
                    help="a Dedalus program: the dataflow of one timestep at every node (what evita simulate and "
                         "run --steps evaluate; docs/dedalus.md)")
+    c.add_argument("--flow", action="store_true",
+                   help="the dataflow as operators (catalog tables flow_op, flow_input; docs/egraph.md), read back "
+                        "from the catalog rows, and with --egraph the egraph stage's extraction beside it")
     c.set_defaults(func=cmd_plan)
 
     c = subparsers.add_parser("run", parents=parents, help="run a program (in this process when small, else on "
@@ -160,20 +163,23 @@ def cmd_package(args) -> int:
     return 0
 
 
-def compiled(args, program=None, phases=None, measured=()):
-    """The program as the stages left it: parse -> lattice stages -> decoded final catalog.
-    Parsing and checking happen before Spark starts, so a bad file fails fast."""
+def compiled(args, program=None, phases=None, measured=(), with_catalog=False):
+    """The program as the stages left it: parse -> lattice stages -> decoded final catalog
+    (and the compile, `with_catalog`). Parsing and checking happen before Spark starts,
+    so a bad file fails fast."""
     from ..bootstrap.cli import compile_file
     from ..catalog.decode import decode
 
     program, comp, _ = compile_file(args, program=program, phases=phases, measured=measured)
-    return decode(comp.final, program.name)
+    decoded = decode(comp.final, program.name)
+    return (decoded, comp) if with_catalog else decoded
 
 
 def cmd_plan(args) -> int:
     from ..bootstrap.planner import plan
 
-    program = compiled(args)
+    program, comp = compiled(args, with_catalog=True)
+    args.final_rows = comp.final
     if args.timestep:
         from .dedalus import is_dedalus, lower
 
@@ -186,8 +192,31 @@ def cmd_plan(args) -> int:
 
     with doing("the planning"):
         dataflow = plan(program)
+    if args.flow:
+        print(flow_listing(dataflow, program, getattr(args, "final_rows", None)))
+        return 0
     print(dataflow.to_json() if args.json else dataflow.to_text())
     return 0
+
+
+def flow_listing(dataflow, program, final_rows=None) -> str:
+    """`evita plan --flow`: the planner's dataflow written as catalog rows and read back
+    (`bootstrap/flow.py`); the operators a program states (`.plan op`) and the egraph
+    stage's extraction, when the final catalog holds them."""
+    from ..bootstrap.flow import flow_rows, flow_text
+    from ..catalog.rows import CatalogRows
+
+    rows = final_rows
+    if rows is None or not any(r[0] == program.name for r in rows.get("flow_op", [])):
+        rows = CatalogRows()
+        for table, dicts in flow_rows(dataflow, program).items():
+            for d in dicts:
+                rows.add(table, **d)
+    out = [f"dataflow {program.name} (planned) {{", flow_text(rows, program.name, "planned"), "}"]
+    extracted = flow_text(rows, program.name, "extracted")
+    if extracted:
+        out += [f"dataflow {program.name} (extracted by the egraph stage; not run) {{", extracted, "}"]
+    return "\n".join(out)
 
 
 def cmd_run(args) -> int:
