@@ -218,7 +218,7 @@ class _Planner:
             elif how == "rounds":
                 self.in_rounds(st, rel)
         elif recursive:
-            st.strategy, st.reason = "distributed", "default: no stage chose a strategy"
+            st.strategy, st.reason = "distributed", "a barrier per iteration (seed 001): no stage chose a strategy"
         return st
 
     def in_rounds(self, st: Stratum, rel: str) -> None:
