@@ -219,19 +219,20 @@ def run_rounds(engine, st: Stratum) -> bool:
 
 def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
     """Rounds until no partition sends or holds back anything: the last round's blobs."""
-    round_no, sent, done = 0, {}, 0  # done: iterations so far, the busiest partition's
+    round_no, sent, moving, done = 0, {}, {}, 0  # done: iterations so far, the busiest partition's
     while True:
         round_no += 1
         if engine.max_iterations is not None:  # the limit counts iterations, as the loop's does
-            if done >= engine.max_iterations:
-                engine.no_fixpoint(st, sent)
+            if done >= engine.max_iterations:  # still moving: sent on, or held back by the budget
+                engine.no_fixpoint(st, {n: sent.get(n, 0) + moving.get(n, 0) for n in looping})
             task.budget = min(st.rounds.local_iterations, engine.max_iterations - done)
         t1 = time.perf_counter()
         out = frame.groupBy("part").applyInPandas(task.function(), SCHEMA).localCheckpoint(eager=False)
         engine._actions += 1
         counts = [json.loads(r.payload) for r in out.where("kind = 'stat'").select("payload").collect()]
         sent = {n: sum(c["sent"].get(n, 0) for c in counts) for n in looping}
-        pending = sum(sum(c["pending"].values()) for c in counts)
+        held_back = {n: sum(c["pending"].get(n, 0) for c in counts) for n in looping}
+        pending, moving = sum(held_back.values()), held_back
         iterations = max((c["iterations"] for c in counts), default=0)
         done += max(1, iterations)
         engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode="rounds"))

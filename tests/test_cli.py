@@ -133,12 +133,13 @@ def test_stages_compile_explain_run(spark, capsys, tmp_path):
     assert code == 0, out
     written = (tmp_path / "path.csv").read_text().splitlines()
     assert len(written) == 48 and all(len(line.split("\t")) == 2 for line in written)  # see tc.dl
-    # tc has no constant, no location, no bound call, no rule of three atoms, no seal: those stages were skipped, at no job
+    # tc has no constant, no location, no bound call, no rule of three atoms, no seal, no dataflow asked for (egraph):
+    # those stages were skipped, at no job
     code, out, _ = run(capsys, "sql", "SELECT stage, actions FROM evita.version WHERE program = 'tc' "
                                       "AND message LIKE 'skipped:%' ORDER BY version")
     assert code == 0 and table(out) == [["const_prop", "0"], ["localize", "0"], ["decouple", "0"],
                                         ["magic_sets", "0"], ["stats", "0"],
-                                        ["system_r", "0"], ["seal", "0"]]
+                                        ["system_r", "0"], ["seal", "0"], ["egraph", "0"]]
 
     code, out, _ = run(capsys, "run", str(SHORTEST_PATH))
     assert code == 0 and "node5" in out and "[node1, node2, node3, node4, node5]" in out

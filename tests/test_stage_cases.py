@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 
 from evita.bootstrap import syntax as S
+from evita.bootstrap.diagnostics import EvitaError
+from evita.bootstrap.parser import parse_program
 from evita.bootstrap.stage_check import (UNCHANGED, CheckFailed, CheckSkipped, StageChecks, header_example,
                                          read_cases, read_cases_text, same_program, user_answers, read_facts,
                                          write_cases)
@@ -90,6 +92,15 @@ def the_case(stage: str, title: str):
     found = []
     run(lambda: found.append(StageChecks(None, STAGES[stage], path).the_case(title)))
     return found[0]
+
+
+def case_program(stage: str, case) -> S.Program:
+    """A case's input as a program; blank lines before it keep the case file's line numbers."""
+    try:
+        return parse_program("\n" * case.line + case.input, str(case_file(stage)), "case")
+    except EvitaError as e:
+        problem = e.render()
+    pytest.fail(f"the input of case {case.title!r} does not parse:\n{problem}", pytrace=False)
 
 
 CASE_PARAMS = [pytest.param(stage, title, id=f"{stage}-{title}") for stage in sorted(STAGES)
