@@ -163,19 +163,26 @@ def test_workers_that_die_mid_run(cluster, tmp_path):
     program = tmp_path / "long.dl"
     program.write_text(LONG)
     env = dict(os.environ, EVITA_EXECUTOR_GRACE="8", EVITA_WAREHOUSE=str(tmp_path / "warehouse"),
-               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"))
+               EVITA_SPARK_LOG=str(tmp_path / "driver-spark.log"),
+               EVITA_REGISTER_TIMEOUT="60")  # as in the first test: a loaded machine's master can be slow to take it
     env.pop("EVITA_MASTER", None)
+    earlier = set(Path(cluster.state_dir).glob("work/worker-*/app-*"))  # the first test's applications
     driver = subprocess.Popen([sys.executable, "-m", "evita.bootstrap.cli", "run", str(program), "--no-local",
                                "--master", cluster.master, "-D", str(tmp_path / "out")], env=env, cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and driver.poll() is None:  # the run's loop is under way
-            state = local_cluster.master_state(cluster) or {}
-            if any(a.get("name") == "evita" for a in state.get("activeapps", [])):
-                break
+        # wait for the application's executors to register with the driver (their logs
+        # say so): on a loaded machine an executor's JVM can take longer than the compile to
+        # start, and workers killed before any registered give the other error ("no
+        # executor joined"), rightly
+        deadline, registered = time.monotonic() + 150, 0
+        while time.monotonic() < deadline and driver.poll() is None and registered < 2:
+            logs = [log for app in set(Path(cluster.state_dir).glob("work/worker-*/app-*")) - earlier
+                    for log in app.glob("*/stderr")]
+            registered = sum("Successfully registered with driver" in log.read_text(errors="replace") for log in logs)
             time.sleep(0.5)
-        time.sleep(15)  # past the compile, into the fixpoint (100,000 iterations: it does not end by itself)
+        assert registered == 2, (registered, driver.poll())
+        time.sleep(5)  # into the fixpoint (100,000 iterations: it does not end by itself)
         assert driver.poll() is None, driver.communicate()
         killed = time.monotonic()
         for d in cluster.daemons:
