@@ -87,8 +87,11 @@ PAXOS_AT_SCALE = pytest.mark.extended
     # 1 leader + 5 broadcasters + 5 collectors + 3 x 5 participants = 26 (the paper's 26)
     ("voting", range(200), 40, {"leader": 1, "leader_2": 5, "leader_3": 5, "participant": 15}),
     # 1 + 5 vote requesters + 5 committers + 5 enders + 3 x 5 voters + 3 x 5 ackers = 46
-    ("twopc", range(200), 60, {"coordinator": 1, "coordinator_2": 5, "coordinator_3": 5, "coordinator_4": 5,
-                               "participant": 15, "participant_2": 15}),
+    # (with `pytest -m extended`: 25 s of the suite; the suite decouples and partitions 2PC
+    # below, in test_decoupled_then_partitioned_protocols_...)
+    pytest.param("twopc", range(200), 60, {"coordinator": 1, "coordinator_2": 5, "coordinator_3": 5,
+                                           "coordinator_4": 5, "participant": 15, "participant_2": 15},
+                 marks=pytest.mark.extended),
     # 2 proposers + 2 x 3 p2b proxies (which send the commits) + 2 x 3 p2a proxies + 3 x (1
     # coordinator + 3 acceptor partitions) + 3 replicas = 29: 10 seeds, as Paxos simulates
     # ten times slower than the others

@@ -286,8 +286,9 @@ def test_a_failure_while_running_is_a_stage_failure(spark):
         _run(spark, "n(1). n(0). q(Y) :- n(X), Y := 10 / X, Y > 1.", ["q"], "one-row")
 
 
-# the suite: partial partitioning and its seal, the rewrites with the most new rules
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.name, marks=() if p.stem in ("partial", "sealed") else
+# the suite: partial partitioning, the rewrite with the most new rules (its seal, and
+# the others, with `pytest -m extended`)
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.name, marks=() if p.stem == "partial" else
                                                pytest.mark.extended)
                                   for p in sorted((FIXTURES / "partition").glob("*.olg"))])
 def test_partition_derives_the_same_in_process_as_in_one_statement(spark, path):
