@@ -607,8 +607,12 @@ def _print_diffs(shown: list, skipped=frozenset(), out=out) -> None:
         out.rule(f"[bold]v{d.version}  {d.stage}[/]  +{a} -{r} ~{c}")
         if d.version in skipped:
             out.print("  (skipped: its trigger, the stage's stage::applies rules, found nothing to do)")
-        elif not (a or r or c):
+        elif not (a or r or c or d.declarations):
             out.print("  (no rule changed)")
+        for sign, text, old in d.declarations or ():  # before the rules that use them
+            if old is not None:
+                _print_rule("-", old, "red", out)
+            _print_rule("+" if sign != "-" else "-", text, {"+": "green", "-": "red", "~": "yellow"}[sign], out)
         for text in d.removed:
             _print_rule("-", text, "red", out)
         for old, new in d.changed:

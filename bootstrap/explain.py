@@ -1,4 +1,5 @@
-"""What each stage did to a program: rules added, removed and changed, as program text.
+"""What each stage did to a program: rules added, removed and changed, as program text,
+and the declarations it added, dropped or changed (a new column, a new relation).
 
 Versions are compared by rule id: a rule whose id is new was added, one whose id is gone
 was removed, one whose id stayed but whose printed text differs was changed. The
@@ -22,6 +23,7 @@ class StageDiff:
     removed: list
     changed: list  # (old text, new text)
     origins: list = None  # "rule r2 (split by delta into r2_d1, r2_d2)", one per user rule rewritten
+    declarations: list = None  # ("+" | "-" | "~", declaration text, the old text of a changed one or None)
 
     @property
     def counts(self) -> tuple:
@@ -55,6 +57,23 @@ def origins(rows, stage: str, added_ids) -> list:
             f"{', '.join(sorted(names))})" for o, names in sorted(made.items())]
 
 
+def declaration_texts(rows, program_id: str) -> dict:
+    """relation -> its printed declaration (`.decl`, `define`, `materialize`), for one version."""
+    from evita.bootstrap.syntax import Declaration, Materialize
+    from evita.catalog.printer import format_statement
+
+    program = decode(rows, program_id)
+    return {d.relation: format_statement(d) for d in program.of(Declaration) + program.of(Materialize)}
+
+
+def declaration_changes(before: dict, now: dict) -> list:
+    """What a stage did to the declarations: relations it added or dropped, or whose
+    columns or keys it changed (an arity change shows here, not among the rules)."""
+    return ([("-", before[r], None) for r in sorted(before) if r not in now]
+            + [("~", now[r], before[r]) for r in sorted(now) if r in before and before[r] != now[r]]
+            + [("+", now[r], None) for r in sorted(now) if r not in before])
+
+
 def rows_col(rows, column: str) -> int:
     from evita.catalog import schema
 
@@ -64,16 +83,16 @@ def rows_col(rows, column: str) -> int:
 def diff_versions(versions: list, program_id: str) -> list:
     """versions: [(number, stage, CatalogRows)] in order -> one StageDiff per stage after parse."""
     out = []
-    before = None
+    before = declared = None
     for number, stage, rows in versions:
-        now = rule_texts(rows, program_id)
+        now, declares = rule_texts(rows, program_id), declaration_texts(rows, program_id)
         if before is not None:
             added = [now[i] for i in sorted(now) if i not in before]
             removed = [before[i] for i in sorted(before) if i not in now]
             changed = [(before[i], now[i]) for i in sorted(now) if i in before and before[i] != now[i]]
             made = origins(rows, stage, [i for i in sorted(now) if i not in before])
-            out.append(StageDiff(number, stage, added, removed, changed, made))
-        before = now
+            out.append(StageDiff(number, stage, added, removed, changed, made, declaration_changes(declared, declares)))
+        before, declared = now, declares
     return out
 
 

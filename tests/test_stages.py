@@ -189,3 +189,25 @@ def test_small_catalogs_compile_in_process_to_the_same_catalog_as_on_spark(spark
     assert [v.stage for v in on_spark.versions] == [v.stage for v in here.versions]
     assert any(v.actions for v in on_spark.versions[1:])
     assert here.final.compared() == on_spark.final.compared()
+
+
+def test_explain_shows_the_declarations_a_stage_added_dropped_or_changed():
+    """A stage that changes a relation's columns (or adds or drops a relation) shows it in
+    `explain` as a declaration line, apart from the rule counts."""
+    from evita.bootstrap.explain import diff_versions
+
+    def rows(text):
+        return encode(parse_program(text, "p.dl", "p"))
+
+    before = rows(".decl e(x: number)\n.decl p(x: number)\n.decl gone(x: number)\ne(1).\n"
+                  "r1 p(X) :- e(X).\nr2 gone(X) :- e(X).\n")
+    after = rows(".decl e(x: number)\n.decl p(x: number, y: number)\n.decl new(x: number)\ne(1).\n"
+                 "r1 p(X, X) :- e(X).\nr3 new(X) :- e(X).\n")
+    same = rows(".decl e(x: number)\n.decl p(x: number, y: number)\n.decl new(x: number)\ne(1).\n"
+                "r1 p(X, X) :- e(X).\nr3 new(X) :- e(X).\n")
+    (d, unchanged) = diff_versions([(0, "parse", before), (1, "toy", after), (2, "noop", same)], "p")
+    assert d.declarations == [("-", ".decl gone(x: number)", None),
+                              ("~", ".decl p(x: number, y: number)", ".decl p(x: number)"),
+                              ("+", ".decl new(x: number)", None)]
+    assert d.counts == (1, 1, 1)  # r3 added, r2 removed, r1 changed: the declarations are not rules
+    assert unchanged.declarations == [] and unchanged.counts == (0, 0, 0)
