@@ -5,9 +5,9 @@ status tracker) per step.
 
     python bench/compile.py [PROGRAM] [--repeat N] [--skip STAGE ...] [--evaluator E ...]
 
-Catalog programs run as one-row statements (`runtime/onerow.py`, the default); the
-baseline measured in the same run is the engine's SQL loop (`--evaluator engine`),
-and the last line gives the ratio.
+Catalog programs run in the Python process while their catalog fits in memory (the
+columnar backend: `--evaluator in-process`); the baseline measured in the same run is
+the engine's SQL loop on Spark (`--evaluator engine`), and the last line gives the ratio.
 
 The steps are those of `scheduler.compile_program`: the lattice's first question is one
 action; then each stage is one action that also asks the lattice what comes next, and
@@ -33,8 +33,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--skip", action="append", default=[], help="leave a stage out (as `evita compile --skip`)")
-    ap.add_argument("--evaluator", action="append", choices=["one-row", "engine"],
-                    help="how catalog programs run; several: each in turn (default: one-row, then engine)")
+    ap.add_argument("--evaluator", action="append", choices=["in-process", "engine"],
+                    help="how catalog programs run; several: each in turn (default: in-process, then engine)")
     args = ap.parse_args()
 
     from evita.runtime.session import spark_session
@@ -49,13 +49,13 @@ def main() -> int:
         return sum(len(info.stageIds) for info in map(tracker.getJobInfo, job_ids) if info is not None)
 
     medians = {}
-    for evaluator in args.evaluator or ["one-row", "engine"]:
+    for evaluator in args.evaluator or ["in-process", "engine"]:
         print(f"\n=== catalog programs evaluated by: {evaluator}")
         medians[evaluator] = measure(spark, args, evaluator, jobs, spark_stages)
     if len(medians) > 1:
         print("\nmedians: " + ", ".join(f"{e} {m:.2f} s" for e, m in medians.items())
-              + f"; engine / one-row = {medians['engine'] / medians['one-row']:.1f}x"
-              if {"engine", "one-row"} <= set(medians) else "")
+              + f"; engine / in-process = {medians['engine'] / medians['in-process']:.1f}x"
+              if {"engine", "in-process"} <= set(medians) else "")
     print("baseline in the same run: one Spark job over the same session, "
           f"{baseline(spark):.3f} s (spark.range(10).count())")
     return 0

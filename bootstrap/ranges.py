@@ -4,7 +4,7 @@
 when s > 0, above it when s < 0). Without s the step is 1, or -1 when a > b. With s = 0
 the value is a alone, unless a = b (then nothing): Soufflé's own evaluator does that
 (`runRange` in its EvaluatorUtil.h). Every evaluator (Spark SQL in runtime/sql.py, the
-columnar and one-row evaluators, the test oracle) follows `values` below.
+columnar evaluator, the test oracle) follows `values` below.
 
 Floats: the k-th value is a + k*s, not Soufflé's running sum a+s+s+...; the two can
 differ in the last bit (and so in whether a value just below b is produced).

@@ -9,7 +9,6 @@ Spark action. Nothing here knows what any stage does.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import os
 import time
@@ -352,8 +351,7 @@ def snapshot_query(rows: list, table: str):
     a Python worker by every task that scans it (~0.3 s a table here)."""
     from sqlglot import exp
 
-    from evita.runtime.onerow import array_literal
-    from evita.runtime.sql import fn
+    from evita.runtime.sql import array_literal, fn
 
     return exp.select(fn("inline", array_literal(rows, column_types(table))))
 
@@ -412,10 +410,6 @@ def evaluate(spark, program: S.Program, rows: CatalogRows, program_id: str, want
                             evaluator=evaluator)
     if here is not None:
         return here
-    one_row = run_one_row(spark, [(program, rows, wanted, origin)], program_id, max_iterations, evaluator)
-    if one_row is not None:
-        [(derived, stats)], _ = one_row
-        return Evaluation(_complete(derived, wanted), 1, time.perf_counter() - started, stats)
     from evita.runtime import engine
 
     with catalog_sized(spark):
@@ -446,11 +440,12 @@ def _memory_budget() -> int:
 
 IN_PROCESS_BYTES = _memory_budget()
 
-# Past that budget a catalog program runs on Spark: as one-row statements in one Spark
-# action (`runtime/onerow.py`) while the catalog holds at most this many rows, where the
-# one-row form's nested loops over arrays cost less than the engine's job per
-# iteration; beyond it on the engine's SQL loop, whose joins are Spark's hash joins.
-ONE_ROW_ROWS = 5_000
+# Past that budget (or when the columnar backend cannot run a program: a function it
+# lacks) a catalog program runs on Spark, on the engine's SQL loop, whose joins are
+# Spark's hash joins. (A third backend, one Spark statement over arrays of rows, ran
+# catalog programs of at most 5,000 rows there until the in-process evaluator took every
+# program of that size: compiling every example through every stage sent none to Spark.
+# It was removed, with its copy of rule evaluation.)
 
 
 def catalog_read(program: S.Program, rows: CatalogRows) -> tuple:
@@ -586,15 +581,6 @@ def _pandas_snapshot(rows: list, table: str):
                          for i, (col, vals) in enumerate(zip(columns, values))})
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _first_line(e: Exception) -> str:
-    text = str(getattr(e, "java_exception", None) or e)
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-
-
 def _complete(derived: dict, wanted) -> dict:
     for w in wanted:
         if not w.endswith("::"):
@@ -617,70 +603,6 @@ def _plan(spark, program: S.Program, program_id: str, origin: str):
         return plan(with_trigger(body, program_id))
     except EvitaError as e:
         raise StageFailure(origin, e.first.message, _rule_at(program, e.first.span), e.render()) from None
-
-
-FALLBACKS: list = []  # (origin, why) for each catalog program the one-row evaluator left to the engine
-
-
-def run_one_row(spark, jobs: list, program_id: str, max_iterations: int, evaluator: str = "auto"):
-    """Evaluate catalog programs, each [(program, rows, wanted, origin)], as one-row
-    statements (`runtime/onerow.py`) in one Spark action: ([(relation -> tuples, stats)
-    per job], (seconds building, seconds of the action)), or None when a program needs
-    the engine (lists, nullary relations, aggregates inside recursion, ...) or
-    `evaluator` is "engine"."""
-    if evaluator == "engine":
-        return None
-    if evaluator == "auto" and any(catalog_read(program, rows)[0] > ONE_ROW_ROWS for program, rows, _, _ in jobs):
-        return None  # a large catalog: the engine's hash joins, not nested loops over arrays
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import AnalysisException, PySparkException
-
-    from evita.runtime import onerow
-    from evita.runtime.dataflow import IterationStats
-
-    started = time.perf_counter()
-    requests = []
-    for program, rows, _wanted_names, origin in jobs:
-        dataflow = _plan(spark, program, program_id, origin)
-        inputs = {SYS + t: onerow.ArrayInput(tuple(rows.get(t, [])), column_types(t)) for t in tables_read(program)}
-        requests.append(onerow.Request(dataflow, inputs, _wanted(dataflow, _wanted_names), max_iterations))
-    try:
-        with catalog_sized(spark):
-            answers, split = onerow.evaluate(spark, requests, _now())
-    except (onerow.Unsupported, AnalysisException) as e:
-        # Unsupported: the program needs the engine. AnalysisException: Spark rejected
-        # the statement, a gap of the one-row evaluator; the engine still runs it.
-        why = str(e).splitlines()[0]
-        FALLBACKS.append((" + ".join(j[3] for j in jobs), why))
-        if evaluator == "one-row" or isinstance(e, AnalysisException):
-            _log.warning("catalog program %s runs on the engine: %s", FALLBACKS[-1][0], why)
-        if evaluator == "one-row":
-            raise StageFailure(jobs[0][3], f"the one-row evaluator cannot run it: {why}") from None
-        return None
-    except EvitaError as e:
-        origin = jobs[0][3]
-        raise StageFailure(origin, e.first.message, _rule_at(jobs[0][0], e.first.span), e.render()) from None
-    except (PySparkException, Py4JJavaError) as e:  # failed while running, e.g. a division by zero
-        names = " + ".join(j[3] for j in jobs)
-        raise StageFailure(jobs[0][3], f"Spark failed while evaluating {names}: {_first_line(e)}",
-                           detail="evaluate it on the engine to find the rule: run_stage(..., evaluator=\"engine\")"
-                           ) from None
-    done = time.perf_counter()
-    out = []
-    for (_, _, _, origin), answer in zip(jobs, answers):
-        if answer.limit is not None:
-            st, sizes = answer.limit
-            growing = {n: v for n, v in sizes.items() if v}
-            rule = next((r for r in st.delta_rules if r.head in growing), None)
-            raise StageFailure(origin, f"stratum {st.index} did not reach a fixpoint within "
-                               f"{plural(max_iterations, 'iteration')}: "
-                               + ", ".join(f"{n} still gains {plural(v, 'tuple')}" for n, v in growing.items()),
-                               rule.rule if rule else None,
-                               "a rule may build ever new values; bound it, or raise the limit with --max-iterations")
-        stats = [IterationStats(index, iterations, 0, sizes, 0.0, mode="onerow")
-                 for index, (iterations, sizes) in sorted(answer.iterations.items())]
-        out.append((answer.tuples, stats))
-    return out, (done - started - split[1], split[1])
 
 
 def launch(spark, scope, program: S.Program, inputs: dict, program_id: str, wanted, *, origin: str,
@@ -709,9 +631,10 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
     tuples come back in `StageOutput.next`. Its answer depends on which stages ran, not
     on what they derived, so it need not wait for the stage.
 
-    `evaluator`: "one-row" evaluates the programs as one-row statements
-    (`runtime/onerow.py`), "engine" on the engine's SQL loop, "auto" one-row when it
-    can (the default: one Spark job however deep the recursion)."""
+    `evaluator`: "in-process" evaluates the programs in this process (the columnar
+    backend; a StageFailure if it cannot), "engine" on the engine's SQL loop on Spark,
+    "auto" (the default) in process when the catalog fits in memory and the backend
+    can run the program, else on the engine."""
     started = time.perf_counter()
     jobs = [(stage.program, rows, [INSERT, REMOVE, UPDATE, PRIMITIVE], stage.name)]
     if lattice is not None:
@@ -721,17 +644,10 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
     if here[0] is not None and lattice is not None:
         here.append(in_process_first(*jobs[1], program_id=program_id, max_iterations=max_iterations,
                                      evaluator=evaluator))
-    one_row = None if here[-1] is not None else run_one_row(spark, jobs, program_id, max_iterations, evaluator)
     if here[-1] is not None:
         got, stats, split, actions = dict(here[0].tuples), [], (0.0, 0.0), 0
         if lattice is not None:
             got["next"] = here[1].tuples.get("next", set())
-    elif one_row is not None:
-        answers, split = one_row
-        got, stats = dict(answers[0][0]), answers[0][1]
-        if lattice is not None:
-            got["next"] = answers[1][0].get("next", set())
-        actions = 1
     else:
         got, actions, stats, split = _run_stage_on_engine(spark, jobs, program_id, max_iterations)
     done = time.perf_counter()

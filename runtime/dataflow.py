@@ -148,7 +148,7 @@ class IterationStats:
     actions: int  # Spark actions started for this iteration
     deltas: dict  # relation -> size of its delta
     seconds: float
-    mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver), "onerow",
+    mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver),
     # "here" (a whole run in process, no Spark: runtime/here.py)
 
 

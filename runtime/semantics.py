@@ -2,8 +2,7 @@
 
 A strategy is a backend of this module: it says how a relation's tuples are held and
 how the few operations of `Tables` run (pandas frames in `runtime/columnar.py`, Spark
-DataFrames or SQL common table expressions in `runtime/engine.py`, array expressions
-folded inside one SQL statement in `runtime/onerow.py`). What a relation holds, what a
+DataFrames or SQL common table expressions in `runtime/engine.py`). What a relation holds, what a
 round of recursion finds new, and when a recursion stops are decided here and nowhere
 else; `runtime/oracle.py` is the independent reference all of them are tested against.
 

@@ -36,6 +36,17 @@ def fn(name: str, *args) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
+def array_literal(rows, types) -> exp.Expression:
+    """Rows as an array of structs written into the statement: one JSON text parsed by
+    Spark (`from_json`), columns c0, c1, ... of the Spark `types` given."""
+    import json
+
+    names = [f"c{i}" for i in range(len(types))]
+    struct = "struct<" + ",".join(f"{n}:{t}" for n, t in zip(names, types)) + ">"
+    return fn("from_json", exp.Literal.string(json.dumps([dict(zip(names, r)) for r in rows])),
+              exp.Literal.string(f"array<{struct}>"))
+
+
 def lit(value) -> exp.Expression:
     if value is None:
         return exp.Null()

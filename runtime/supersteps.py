@@ -216,8 +216,7 @@ def _literal(rows: list, width: int):
     from sqlglot import exp
 
     from .engine import SqlInput
-    from .onerow import array_literal
-    from .sql import fn
+    from .sql import array_literal, fn
 
     types = []
     for i in range(width):

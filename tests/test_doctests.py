@@ -19,7 +19,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(evita.__path__, "evita.")
 
 
 def test_the_walk_finds_the_subpackages():
-    assert {"evita.bootstrap.parser", "evita.catalog.printer", "evita.runtime.onerow"} <= set(MODULES)
+    assert {"evita.bootstrap.parser", "evita.catalog.printer", "evita.runtime.columnar"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -4,9 +4,9 @@ The differential tests batch seeded random programs (recursion, negation, aggreg
 arithmetic), renamed apart (`p3_edge`) and run as one Evita program, so one Spark job per
 iteration serves all of them (strata are levels of the dependency graph; independent
 programs share them). Every backend of `runtime/semantics.py` runs them and each derived
-relation is compared with the oracle: the engine's distributed loop and its driver and
-per-partition strategies (25 programs in the suite, 200 in CI's own step, batches of 25),
-the one-row evaluator (200), the columnar core alone (1,000). Run more or others:
+relation is compared with the oracle: the engine's distributed loop, its driver and its
+per-partition strategies (tasks, rounds; 12 programs in the suite, 200 in CI's own step,
+in batches of 25), the columnar core alone (300; 1,000 in CI). Run more or others:
 EVITA_DIFF_PROGRAMS=200 EVITA_DIFF_SEED=7.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from evita.bootstrap.checks import check_program
 from evita.bootstrap.parser import parse_file, parse_program
 from evita.bootstrap.planner import plan
 from evita.runtime.dataflow import term_text
-from evita.runtime import columnar, onerow
+from evita.runtime import columnar
 from evita.runtime.engine import run
 from evita.runtime.io import gather_inputs
 
@@ -149,8 +149,7 @@ def layered_program(rnd, index: int = 0, nullary: bool = True) -> S.Program:
     layers (recursion), negated atoms and aggregated heads only strictly lower ones.
     With `nullary` (the Soufflé shapes of issue 39): propositions (arity 0), base and
     derived, positive and negated; ground negated atoms anywhere in the body; constants
-    in heads. Without it, the older shapes (the one-row evaluator has no propositions,
-    and test_magic's batches are tuned to them)."""
+    in heads. Without it, the older shapes (test_magic's batches are tuned to them)."""
     def value():
         return rnd.randint(0, 4)
 
@@ -360,13 +359,12 @@ def program_text(p: S.Program) -> str:
 # one program, so one Spark job per iteration serves all of them (a level's iterations
 # are the most any program needs, not their sum). The engine's Spark strategies pay
 # Spark's price per stage for every relation of the batch (~1.1 s per program here), so
-# the suite samples each backend (12 programs on Spark's strategies, 60 on the one-row
-# evaluator, 300 on the columnar core) and CI's own step (.ci/run, EVITA_DIFF_PROGRAMS=200)
-# runs 200 per Spark strategy in eight batches, 200 one-row and 1,000 columnar.
+# the suite samples each backend (12 programs on Spark's strategies, 300 on the columnar
+# core) and CI's own step (.ci/run, EVITA_DIFF_PROGRAMS=200) runs 200 per Spark strategy
+# in eight batches and 1,000 on the columnar core.
 FULL = "EVITA_DIFF_PROGRAMS" in os.environ
 SPARK_PROGRAMS = int(os.environ.get("EVITA_DIFF_PROGRAMS", "12"))
 SPARK_BATCH = 25  # a batch's catalog stays small enough to compile in seconds
-ONEROW_PROGRAMS = max(SPARK_PROGRAMS, 200) if FULL else 60
 CORE_PROGRAMS = max(SPARK_PROGRAMS, 1000) if FULL else 300
 SEED = os.environ.get("EVITA_DIFF_SEED", "0")
 
@@ -434,20 +432,6 @@ def test_the_columnar_core_agrees_with_the_oracle_on_random_programs():
     tables = columnar.run_dataflow(flow, {})
     agree("columnar", programs, expected,
           {n: {tuple(row) for row in tables[n].values.tolist()} for n in derived})  # a proposition's row has no values
-
-
-def test_the_one_row_evaluator_agrees_with_the_oracle_on_random_programs(spark):
-    """`ArrayTables`: the whole batch one SQL statement over one row, recursion a fold.
-    Base relations come typed, as catalog tables do (an empty untyped one would be text,
-    which `sum` cannot add inside an array)."""
-    programs = random_batch(ONEROW_PROGRAMS, "onerow" + SEED, nullary=False)  # onerow has no propositions
-    flow, derived, expected = batched(programs)
-    facts = {rel for rel, _ in flow.facts}
-    typed = {n: onerow.ArrayInput((), ("bigint",) * s.arity) for n, s in flow.relations.items()
-             if s.kind == "base" and n not in facts}
-    (answer,), _ = onerow.evaluate(spark, [onerow.Request(flow, typed, derived)], "2026-01-01 00:00:00")
-    assert answer.limit is None
-    agree("one-row", programs, expected, answer.tuples)
 
 
 @pytest.mark.parametrize("strategy", ["small", "distributed"])
