@@ -34,7 +34,7 @@ from ..runtime.inputs import size_limits
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError, plural
-from .division import whole_divisions
+from .lowering.division import whole_divisions
 from .ranges import is_range
 from .types import TypeSystem
 

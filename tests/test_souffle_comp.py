@@ -1,7 +1,7 @@
 """Soufflé components (issue 12): `.comp`, `.init`, type parameters, inheritance,
 `.override`, nested components and instances, instance-qualified names (`g.reach`).
 
-The front end expands them (bootstrap/components.py): most tests look at the expanded
+The front end expands them (bootstrap/lowering/components.py): most tests look at the expanded
 program and its catalog round trip; two run on Spark against the oracle, one through the
 `evita run` command line with facts files and `-D`.
 """

@@ -13,16 +13,23 @@ The kinds come from the static checks' view of the rule (`types._RuleTypes`: col
 constants), extended through arithmetic and assignments, since `(a + b) / 2` and
 `m = a * 2, q = m / 3` divide whole numbers too. A `/` with an operand of unknown kind
 stays Spark's.
+
+>>> from evita.bootstrap.parser import parse_program
+>>> from evita.catalog.printer import format_rule
+>>> p = parse_program('.decl a(x: number, f: float)\\n.decl h(x: number, g: float)\\n'
+...                   'h(y, g) :- a(x, f), y = x / 2, g = f / 2.', "t.dl")
+>>> [format_rule(r) for r in whole_divisions(list(p.rules), p)]
+['rule1 h(y, g) :- a(x, f), y := x // 2, g := f / 2.']
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .syntax import (
+from ..syntax import (
     FLOAT, INT, Aggregate, Assign, Atom, BinOp, Call, Cond, Const, Declaration, ListExpr, Rule, Select, UnOp, Var,
     map_literal, map_subterms,
 )
-from .types import TypeSystem, _RuleTypes
+from ..types import TypeSystem, _RuleTypes
 
 WHOLE_DIVISION = "//"  # the planner's operator; never written in a program
 _WHOLE = {"int", "number", "unsigned"}

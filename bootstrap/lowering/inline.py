@@ -31,10 +31,11 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from .syntax import (
+from ..syntax import (
     Aggregate, Assign, Atom, BinOp, Call, Cond, Declaration, Fact, IODirective, ListExpr, Rule, Select,
     UnOp, Var, Wildcard, subterms,
 )
+from .equalities import lower_equalities
 
 
 def inline_relations(statements: list) -> list:
@@ -111,9 +112,7 @@ def _expanded(rule: Rule, definitions: dict, inline: set) -> list:
 def _assignments_settled(body: list) -> tuple:
     """The equalities inlining wrote as Soufflé's `=` become assignments or comparisons,
     as the parser decides for any rule: `x = E` assigns when no positive atom binds x."""
-    from .parser import _lower_equalities  # the parser imports this module
-
-    return tuple(_lower_equalities(body))
+    return tuple(lower_equalities(body))
 
 
 def _instance(atom: Atom, definition: Rule, counter: list) -> list:

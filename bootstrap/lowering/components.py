@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from .diagnostics import Diagnostic, EvitaError
-from .syntax import (
+from ..diagnostics import Diagnostic, EvitaError
+from ..syntax import (
     Atom, CompDecl, CompInit, CompType, Declaration, Fact, IODirective, Materialize, Override, Plan,
     Query, Rule, TypeDecl,
 )
@@ -108,7 +108,7 @@ class _Expander:
         out: list = []
         instances = {} if instances is None else instances
         # The helper relations of an overridden rule's aggregates (`L_agg1`, `L_agg1_all`,
-        # `L_agg1_agg1` of a nested one, ..., see parser.py) go with it. The rules that make
+        # `L_agg1_agg1` of a nested one, ..., see aggregates.py) go with it. The rules that make
         # an `eqrel` relation one stay: they are its kind, not rules the component gave it.
         def overridden_rule(s) -> bool:
             return isinstance(s, (Rule, Fact)) and _head(s).relation in overridden and \
@@ -217,7 +217,7 @@ class _Expander:
                        f"add the qualifier overridable to its declaration at {d.span}")
 
 
-# The labels `_equivalence_rules` (parser.py) gives the rules of an `eqrel` relation.
+# The labels `equivalence_rules` (eqrel.py) gives the rules of an `eqrel` relation.
 _EQREL_RULE = re.compile(r"eqrel_\w+_(?:reflexive|symmetric|transitive)")
 
 
