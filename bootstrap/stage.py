@@ -210,20 +210,9 @@ def check_catalog_names(program: S.Program) -> None:
             if isinstance(atom, S.Atom) and atom.relation.startswith(SYS):
                 name = atom.relation[len(SYS):]
                 if name not in schema.BY_NAME:
-                    errors.append(unknown_table(atom.relation, atom.span))
+                    errors.append(schema.unknown_table(atom.relation, atom.span))
     if errors:
         raise EvitaError(errors)
-
-
-def unknown_table(relation: str, span: S.Span) -> Diagnostic:
-    """`sys::rules` is no catalog table: the diagnostic names the nearest ones."""
-    import difflib
-
-    name = relation[len(SYS):]
-    near = difflib.get_close_matches(name, list(schema.BY_NAME), n=3, cutoff=0.6)
-    hint = (f"did you mean {' or '.join(SYS + n for n in near)}?" if near else
-            f"the catalog tables: {', '.join(sorted(schema.BY_NAME))} (docs/catalog.md)")
-    return Diagnostic("unknown-catalog-table", f"{relation} is not a catalog table", span, relation, hint)
 
 
 def invariant(fact: S.Fact) -> str:

@@ -11,7 +11,11 @@ ignored when two catalogs are compared, since printing a program moves its lines
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+
+from evita.bootstrap.diagnostics import Diagnostic
+from evita.bootstrap.syntax import Span
 
 DATABASE = "evita"
 STRING, INT, BOOL, DOUBLE = "string", "int", "boolean", "double"
@@ -362,6 +366,16 @@ def table(name: str) -> Table:
         return BY_NAME[bare]
     except KeyError:
         raise KeyError(f"no catalog table {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def unknown_table(relation: str, span: Span) -> Diagnostic:
+    """`sys::rules` is no catalog table: the diagnostic names the nearest ones (for the
+    stage checks and for named fields in the parser, which both read the catalog)."""
+    name = relation[len("sys::"):]
+    near = difflib.get_close_matches(name, list(BY_NAME), n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join('sys::' + n for n in near)}?" if near else
+            f"the catalog tables: {', '.join(sorted(BY_NAME))} (docs/catalog.md)")
+    return Diagnostic("unknown-catalog-table", f"{relation} is not a catalog table", span, relation, hint)
 
 
 def ownership_checks() -> str:

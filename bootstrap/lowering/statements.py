@@ -31,12 +31,11 @@ from dataclasses import replace
 
 from lark import Token
 
-from ...catalog.schema import table
+from ...catalog.schema import table, unknown_table
 from .. import casts, ranges
 from ..dedalus_checks import _term_calls, tick_in_fact
 from ..diagnostics import Diagnostic
 from ..folding import FoldError, fold
-from ..stage import unknown_table
 from ..syntax import (
     NULL, STRING, Aggregate, Atom, BodyAggregate, Call, CompDecl, Component, Const, Declaration, Fact, IODirective,
     Materialize, NamedAtom, Query, Rule, Select, Span, UnOp, Var, Wildcard,
