@@ -9,27 +9,11 @@ import pytest
 
 from evita.runtime.engine import run
 
-from conftest import compiled_plan
+from conftest import EXAMPLES, compiled_plan
 
-CC = """
-.decl edge(x: number, y: number)
-.decl node(x: number)
-node(X) :- edge(X, _).
-node(Y) :- edge(_, Y).
-.decl cc(x: number, label: number)
-.output cc
-r1 cc(X, min<L>) :- node(X), L := X.
-r2 cc(Y, min<L>) :- cc(X, L), edge(X, Y).
-r3 cc(Y, min<L>) :- cc(X, L), edge(Y, X).
-"""
-
-SSSP = """
-.decl edge(x: number, y: number, w: number)
-.decl dist(x: number, d: number)
-.output dist
-r1 dist(Y, min<D>) :- Y = 0, D := 0.
-r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
-"""
+# the programs of examples/ (bench/scale.py runs them at scale); the facts are added below
+CC = (EXAMPLES / "components.dl").read_text()
+SSSP = (EXAMPLES / "sssp.dl").read_text()
 
 # a set recursion joined on the column the head does not keep: not decomposable
 REACH = """
