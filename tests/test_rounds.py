@@ -88,3 +88,25 @@ def test_a_user_plan_keeps_the_distributed_loop(spark):
     flow = compiled_plan(spark, text)
     stratum = next(st for st in flow.strata if "cc" in st.relations)
     assert stratum.strategy == "distributed" and stratum.rounds is None
+
+
+def test_a_decomposable_recursion_beside_one_in_rounds_runs_in_rounds_with_the_copies_the_stage_placed(spark):
+    """tc decomposes (local) and shares cc's level: the planner runs the level as one
+    stratum in rounds, reading the copies partition.dl placed for tc's rule too (cp5)."""
+    text = CC + ".decl tc(x: number, y: number)\n.output tc\nt1 tc(X, Y) :- node(X), edge(X, Y).\n" \
+        "t2 tc(X, Z) :- tc(X, Y), edge(Y, Z).\n" + graph(40, 60, seed=3)
+    flow = compiled_plan(spark, text)
+    stratum = next(st for st in flow.strata if "cc" in st.relations)
+    assert "tc" in stratum.relations and stratum.strategy == "rounds", stratum.reason
+    assert "each partition holds edge@*, edge@0, edge@1;" in flow.to_text()
+    rounds = run(flow, spark, small_rows=0)
+    assert {s.mode for s in rounds.stats if s.stratum == stratum.index and s.iteration > 0} == {"rounds"}
+    loop = run(flow, spark, local=False)
+    assert rounds.tuples(["cc", "tc"]) == loop.tuples(["cc", "tc"])
+
+
+def test_a_plan_in_rounds_written_without_copies_keeps_the_loop_and_says_why(spark):
+    text = CC + graph(10, 12, seed=4) + ".plan relation cc(strategy=rounds, partition=0, local_iterations=4)\n"
+    stratum = next(st for st in compiled_plan(spark, text).strata if "cc" in st.relations)
+    assert stratum.strategy == "distributed" and stratum.rounds is None
+    assert "but rule r2_d1 reads edge with no copy placed for a partition" in stratum.reason
