@@ -45,26 +45,9 @@ PY = sys.executable
 EVITA = str(Path(PY).parent / "evita")
 
 PROGRAMS = {
-    "cc": """
-.decl edge(x: number, y: number)
-.input edge
-.decl node(x: number)
-node(X) :- edge(X, _).
-node(Y) :- edge(_, Y).
-.decl cc(x: number, label: number)
-.output cc
-r1 cc(X, min<L>) :- node(X), L := X.
-r2 cc(Y, min<L>) :- cc(X, L), edge(X, Y).
-r3 cc(Y, min<L>) :- cc(X, L), edge(Y, X).
-""",
-    "sssp": """
-.decl edge(x: number, y: number, w: number)
-.input edge
-.decl dist(x: number, d: number)
-.output dist
-r1 dist(Y, min<D>) :- Y = 0, D := 0.
-r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
-""",
+    # the programs of examples/ (tests/test_rounds.py runs them too)
+    "cc": (REPO / "examples" / "components.dl").read_text(),
+    "sssp": (REPO / "examples" / "sssp.dl").read_text(),
     "tree": """
 .decl parent(child: number, parent: number)
 .input parent

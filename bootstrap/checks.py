@@ -327,7 +327,7 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
     """`.plan` statements name a known relation or rule and known decisions."""
     import re
 
-    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, ROLES, Plan, statistic_key
+    from .syntax import DISTRIBUTIONS, JOIN_METHODS, PLAN_KEYS, ROLES, WHOLE, Plan, statistic_key
 
     relations = {atom.relation for atom, _ in _uses(program)} | set(_declared(program))
     rules = {r.name: r for r in program.rules}
@@ -368,9 +368,14 @@ def check_plans(program: Program) -> Iterator[Diagnostic]:
             elif p.kind == "rule":
                 pos = key[4:]
                 rule = rules.get(p.name)
-                if not (key.startswith("join") and pos.isdigit()):
-                    yield bad(f"unknown .plan rule key {key}", "write joinK=METHOD for the atom at body position K")
-                elif value not in JOIN_METHODS:
+                copy = key.startswith("copy")
+                if not (key.startswith(("join", "copy")) and pos.isdigit()):
+                    yield bad(f"unknown .plan rule key {key}", "write joinK=METHOD for the atom at body position K, "
+                              f"or copyK=COLUMN|{WHOLE} for what a partition in rounds holds of it")
+                elif copy and not (value.isdigit() or value == WHOLE):
+                    yield bad(f"{key}={value} is neither a column position nor {WHOLE}",
+                              f"write e.g. {key}=0 (its copies partitioned on column #0) or {key}={WHOLE}")
+                elif not copy and value not in JOIN_METHODS:
                     yield bad(f"{value} is not a join method", f"methods: {', '.join(JOIN_METHODS)}")
                 elif rule is not None and not (0 < int(pos) <= len(rule.body)
                                                and isinstance(rule.body[int(pos) - 1], Atom)):

@@ -62,6 +62,7 @@ class _Planner:
         self.partition = dict(phys.partition)
         self.strategy = {rel: (how, why) for rel, how, why in phys.strategy}
         self.local_iterations = dict(phys.local_iterations)
+        self.copies = dict(phys.copies)
         self.diags: list = []
 
     def fail(self, code, message, span, text="", hint=""):
@@ -200,8 +201,12 @@ class _Planner:
                     init.append(self.rule_plan(rule, None, relations))
         st = Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
         chosen = [(self.strategy[n], n) for n in members if n in self.strategy]
-        # a level merged from independent recursions, some in rounds and the others local
-        # (decomposable, so placed as rounds need): all of it in rounds
+        # A level of independent recursions is one stratum (above: the planner's grouping,
+        # so that one loop serves them all). One in rounds and the others local makes all of
+        # it run in rounds: no choice made here, since a stratum runs one way and the stage
+        # wrote every row rounds need for the local ones too (their partition column, and
+        # copies for a decomposed recursion beside one in rounds: partition.dl cp5), which
+        # in_rounds checks; a row missing keeps the distributed loop, saying which.
         in_rounds = [c for c in chosen if c[0][0] == "rounds"]
         if recursive and in_rounds and all(how in ("local", "rounds") for (how, _), _ in chosen):
             chosen = in_rounds
@@ -216,18 +221,25 @@ class _Planner:
                 st.local = LocalPlan(rel, self.partition.get(rel, ()),
                                      tuple(sorted(n for n in reads if n in self.distribution)), why)
             elif how == "rounds":
-                self.in_rounds(st, rel)
+                self.in_rounds(st, rel, relations)
         elif recursive:
             st.strategy, st.reason = "distributed", "a barrier per iteration (seed 001): no stage chose a strategy"
         return st
 
-    def in_rounds(self, st: Stratum, rel: str) -> None:
+    def in_rounds(self, st: Stratum, rel: str, relations: dict) -> None:
         """A stratum a stage put in rounds: every relation it loops over needs the column
-        it is partitioned on, and the stratum how many iterations a round runs."""
+        it is partitioned on and to be a set or a PreM min/max, the stratum how many
+        iterations a round runs, and every delta rule one driving delta and a placed copy
+        of each lower relation it reads (stages/partition.dl guarantees them all; a plan
+        written by hand may lack some: then the distributed loop, saying which)."""
         looping = [n for n in st.relations if any(r.head == n for r in st.delta_rules)]
         unplaced = [n for n in looping if not self.partition.get(n)]
-        if unplaced or rel not in self.local_iterations:
-            missing = f"no partition column for {', '.join(unplaced)}" if unplaced else "no local_iterations"
+        owner = {n: self.partition[n][0] for n in looping if not unplaced}
+        missing = (f"no partition column for {', '.join(unplaced)}" if unplaced
+                   else "no local_iterations" if rel not in self.local_iterations
+                   else next(filter(None, [RoundsPlan.unfit(relations[n]) for n in looping]
+                                 + [RoundsPlan.misfit(r, owner) for r in st.delta_rules]), None))
+        if missing:
             st.strategy, st.reason = "distributed", f"{st.reason}, but {missing}"
             return
         st.rounds = RoundsPlan(tuple((n, self.partition[n][0]) for n in looping), self.local_iterations[rel])
@@ -260,8 +272,9 @@ class _Planner:
                     op = "scan" if not steps else "join"
                     bound.update(S.atom_vars(l))
                 method = self.methods.get((rule.name, written_at[id(l)] + 1), "")
+                copy = self.copies.get((rule.name, written_at[id(l)] + 1), "")
                 steps.append(Step(op, l.relation, l.args, l.delta and l.relation == driven_by, keys, method,
-                                  span=l.span))
+                                  copy, span=l.span))
             elif isinstance(l, S.Assign) and is_range(l.expr):  # a generator: one row per value
                 var = l.var.name if l.var.name not in bound else f"{l.var.name}_generated"
                 steps.append(Step("generate", expr=l.expr, var=var, span=l.span))

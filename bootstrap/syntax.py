@@ -276,13 +276,16 @@ class Plan:
 PLAN_KEYS = {
     "relation": ("distribution", "partition", "cached", "strategy", "reason", "local_iterations", "prem", "role",
                  "made_for"),
-    "rule": (),  # joinK: the method of the join with the atom at body position K
+    # joinK: the method of the join with the atom at body position K; copyK: in a stratum in
+    # rounds, what a partition holds of that atom's lower relation (a column, or whole)
+    "rule": (),
     "statistics": (),  # rows=N, and per column K: distinctK, minK, maxK, nullsK (STATISTIC_KEYS)
     # `.plan op n3(op=join, in0=n1, in1=n2)`: one operator of the physical dataflow (tables flow_op,
     # flow_input; bootstrap/flow.py), so stage cases can state a dataflow and print the egraph's choice
     "op": ("op", "in0", "in1", "detail", "relation", "rule", "graph"),
 }
 JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
+WHOLE = "whole"  # predicate.copy: every partition holds all of the relation (else a column number)
 DISTRIBUTIONS = ("partitioned", "replicated", "broadcast", "located")
 # `.plan relation leader_2_batch(role=batch, made_for=leader_2)`: a relation a stage made for
 # a component it rewrote, and what it is there (catalog columns relation.role, made_for)
@@ -366,6 +369,7 @@ class Physical:
     partition: tuple = ()  # (relation, (column, ...))
     strategy: tuple = ()  # (relation, strategy, reason): how its recursive stratum runs
     local_iterations: tuple = ()  # (relation, N): a stratum in rounds, N iterations per round
+    copies: tuple = ()  # ((rule label, body position), column number as text or WHOLE): a stratum in rounds
 
 
 @dataclass(frozen=True)
@@ -389,11 +393,12 @@ class Program:
 
     @property
     def physical(self) -> Physical:
-        methods, dist, cached, part, strategy, iterations = [], [], [], [], [], []
+        methods, dist, cached, part, strategy, iterations, copies = [], [], [], [], [], [], []
         for p in self.of(Plan):
             kv = dict(p.params)
             if p.kind == "rule":
                 methods += [((p.name, int(k[4:])), v) for k, v in p.params if k.startswith("join")]
+                copies += [((p.name, int(k[4:])), str(v)) for k, v in p.params if k.startswith("copy")]
                 continue
             if kv.get("distribution"):
                 dist.append((p.name, kv["distribution"]))
@@ -405,7 +410,7 @@ class Program:
                 strategy.append((p.name, kv["strategy"], kv.get("reason", "")))
             if kv.get("local_iterations"):
                 iterations.append((p.name, int(kv["local_iterations"])))
-        return Physical(*(tuple(sorted(x)) for x in (methods, dist, cached, part, strategy, iterations)))
+        return Physical(*(tuple(sorted(x)) for x in (methods, dist, cached, part, strategy, iterations, copies)))
 
 
 # ---------------------------------------------------------------- helpers over terms

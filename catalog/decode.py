@@ -148,10 +148,11 @@ class _Decoder:
         out += statistics_plans(self.t["statistic"])
         out += flow_plans(self.t["flow_op"], self.t["flow_input"])
         rules = {r["id"]: r["name"] for r in self.t["rule"]}
-        methods = _group([p for p in self.t["predicate"] if p["method"] and p["rule"] in rules], "rule", "pos")
-        for rid, preds in methods.items():
-            out.append(("rule:" + rules[rid], Plan("rule", rules[rid], tuple((f"join{p['pos']}", p["method"])
-                                                                               for p in preds))))
+        decided = [p for p in self.t["predicate"] if (p["method"] or p.get("copy")) and p["rule"] in rules]
+        for rid, preds in _group(decided, "rule", "pos").items():
+            params = [(f"{key}{p['pos']}", p[column]) for p in preds
+                      for key, column in (("join", "method"), ("copy", "copy")) if p.get(column)]
+            out.append(("rule:" + rules[rid], Plan("rule", rules[rid], tuple(params))))
         return out
 
     def rule(self, r) -> Rule:

@@ -83,6 +83,7 @@ class _Encoder:
         self.relations: dict = {}  # name -> {"arity", "span", "decl", "pos", "input", "output"}
         plans = program.physical
         self.methods = dict(plans.methods)  # (rule label, body position) -> join method
+        self.copies = dict(plans.copies)  # (rule label, body position) -> what a partition in rounds holds
         self.placed = {p.name: dict(p.params) for p in program.statements
                        if isinstance(p, Plan) and p.kind == "relation"}
 
@@ -206,7 +207,7 @@ class _Encoder:
             tid = f"{rid}#{i}"
             line, col = _line_col(lit.span)
             if isinstance(lit, (Atom, NamedAtom)):
-                self.atom(rid, i, lit, self.methods.get((r.name, i)))
+                self.atom(rid, i, lit, self.methods.get((r.name, i)), self.copies.get((r.name, i)))
             elif isinstance(lit, Select):
                 self.rows.add("selection", program=self.pid, id=tid, rule=rid, pos=i,
                               expr=self.expr(rid, tid, tid, lit.expr), line=line, col=col)
@@ -217,7 +218,7 @@ class _Encoder:
                 _fail("not-encodable", f"cannot store a {type(lit).__name__} body literal "
                       "(the parser lowers body aggregates to atoms)", lit)
 
-    def atom(self, owner: str, pos: int, a, method=None) -> str:
+    def atom(self, owner: str, pos: int, a, method=None, copy=None) -> str:
         if not isinstance(a, Atom):
             _fail("not-encodable", f"cannot store a {type(a).__name__} (named fields must be "
                   "resolved to positions first)", a)
@@ -226,7 +227,7 @@ class _Encoder:
         line, col = _line_col(a.span)
         self.rows.add("predicate", program=self.pid, id=pid, rule=owner, pos=pos,
                       relation=a.relation, negated=a.negated, delta=a.delta, arity=a.arity,
-                      location=a.location, named=a.named, method=method, line=line, col=col)
+                      location=a.location, named=a.named, method=method, copy=copy, line=line, col=col)
         for i, t in enumerate(a.args):
             self.argument(owner, pid, i, t)
         return pid

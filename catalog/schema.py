@@ -208,6 +208,10 @@ TABLES = (
         ("named", BOOL, "written with named fields"),
         ("method", STRING, "join method chosen by a stage: broadcast, shuffle_hash, merge, nested; "
                            "null lets Spark choose"),
+        ("copy", STRING, "in a rule of a stratum in rounds, an atom of a lower relation: what each partition "
+                         "holds of that relation, chosen by a stage (stages/partition.dl): the 0-based column "
+                         "its copy is hash-partitioned on (the one holding the partition variable of the "
+                         "rule's driving delta), or 'whole' (all of it in every partition); null elsewhere"),
         _LINE, _COL,
     ], ["id"], "predicate", order=["rule", "pos"]),
     _t("argument", "Arguments of atoms, one row per position: variable, constant or expression.", [

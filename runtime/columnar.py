@@ -56,6 +56,20 @@ from .dataflow import RulePlan, Storage, Stratum, term_text
 # (`Engine.run_small`); the measured crossover is in docs/performance.md.
 SMALL_ROWS = 200_000
 
+# Spark's type of a column -> the Arrow type a task's columns travel in (the types a task
+# holds; others, lists, stay on Spark). Spark's `int` (a literal's type) is 32 bits as
+# Spark hands a column over and takes it back; computed in a task (`held`) it is 64 bits,
+# as numpy's arithmetic gives it, and a task that keeps tuples across rounds
+# (runtime/rounds.py) holds it so, casting to 32 bits only when it gives them to Spark.
+ARROW = {"bigint": "int64", "int": "int32", "double": "float64", "string": "string", "boolean": "bool_"}
+
+
+def arrow_type(spark_type: str, held: bool = False):
+    """The Arrow type of a Spark column type (in ARROW): as Spark has it, or `held` in a task."""
+    import pyarrow as pa
+
+    return pa.int64() if held and spark_type == "int" else getattr(pa, ARROW[spark_type])()
+
 _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",

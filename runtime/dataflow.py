@@ -79,13 +79,16 @@ class Step:
     For atoms, `args` are the atom's terms in column order and `keys` the variables
     shared with earlier steps (the join keys); `delta` marks the atom whose delta drives
     an ECA rule; `method` is a join method ("" lets Spark choose; "broadcast",
-    "shuffle_hash", "merge" become hints)."""
+    "shuffle_hash", "merge" become hints); `copy`, in a stratum in rounds, what each
+    partition holds of the atom's lower relation, as a stage placed it (predicate.copy):
+    the column its copy is partitioned on, or "whole" ("" elsewhere)."""
     op: str
     relation: str = ""
     args: tuple = ()
     delta: bool = False
     keys: tuple = ()
     method: str = ""
+    copy: str = ""
     expr: object = None
     var: str = ""
     span: S.Span = field(default=S.NOWHERE, compare=False, repr=False)
@@ -126,6 +129,63 @@ class RoundsPlan:
     partition, then one exchange of the new tuples."""
     partition: tuple
     local_iterations: int
+
+    @staticmethod
+    def unfit(s: "Storage") -> Optional[str]:
+        """Why relation `s` cannot loop in rounds (None when it can): a partition absorbs
+        the tuples sent to it in any order, so it must be a set or one PreM min/max."""
+        from . import semantics
+
+        if s.keys is not None or semantics.kind(s) == "numbered":
+            return f"{s.name} is {'keyed' if s.keys is not None else 'numbered'}"
+        if s.aggregates and not all(a.premappable and a.func in ("min", "max") for a in s.aggregates):
+            return f"{s.name} aggregates other than by a PreM min/max"
+        return None
+
+    @staticmethod
+    def misfit(rule: "RulePlan", owner: dict) -> Optional[str]:
+        """Why `rule` cannot run in rounds partitioned as `owner` says ({relation: column}),
+        None when it can: one delta drives it, every atom of a looping relation holds the
+        driver's partition variable at its partition column, and every lower relation it
+        reads has a copy placed (`Step.copy`) that meets it there, or whole."""
+        drivers = [s for s in rule.steps if s.delta and s.relation in owner]
+        if len(drivers) != 1:
+            return f"rule {rule.name} is driven by {len(drivers)} deltas"
+        key = _shared(drivers[0].args[owner[drivers[0].relation]])
+        if key is None:
+            return f"rule {rule.name}: no variable or constant at the partition column of {drivers[0].relation}"
+        for s in rule.steps:
+            if s.relation in owner and _shared(s.args[owner[s.relation]]) != key:
+                return f"rule {rule.name} joins {drivers[0].relation} with {s.relation} off their partition columns"
+            if s.relation and s.relation not in owner and not s.copy:
+                return (f"rule {rule.name} reads {s.relation} with no copy placed for a partition "
+                        f"(.plan rule {rule.name}(copyK=COLUMN|{S.WHOLE}))")
+            if s.relation and s.relation not in owner and s.copy != S.WHOLE and (
+                    int(s.copy) >= len(s.args) or _shared(s.args[int(s.copy)]) != key):
+                return f"rule {rule.name}: the copy {copy_name(s)} does not meet the partition's tuples"
+        return None
+
+    @staticmethod
+    def copies(rules) -> tuple:
+        """The copies the rules read, sorted by name: ((name, relation, column or None), ...)."""
+        found = {copy_name(s): (copy_name(s), s.relation, None if s.copy == S.WHOLE else int(s.copy))
+                 for r in rules for s in r.steps if s.copy}
+        return tuple(found[n] for n in sorted(found))
+
+
+def _shared(t):
+    """A term as two atoms can share it: a variable's name or a constant (None otherwise)."""
+    if isinstance(t, S.Var):
+        return ("var", t.name)
+    if isinstance(t, S.Const):
+        return ("const", repr(t.value))
+    return None
+
+
+def copy_name(step: "Step") -> str:
+    """A lower relation as a partition in rounds holds it: `edge@0`, its rows partitioned on
+    column #0 (they meet the partition's tuples there), or `edge@*`, all of it."""
+    return f"{step.relation}@{'*' if step.copy == S.WHOLE else step.copy}"
 
 
 @dataclass
@@ -200,8 +260,10 @@ class Dataflow:
                            f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}")
             if st.rounds:
                 parts = ", ".join(f"{rel} on {_cols((col,))}" for rel, col in st.rounds.partition)
-                out.append(f"    rounds: {parts}; up to {st.rounds.local_iterations} iterations per partition "
-                           f"per round, then one exchange (staleness bound {st.rounds.local_iterations})")
+                copies = ", ".join(name for name, _, _ in RoundsPlan.copies(st.delta_rules)) or "-"
+                out.append(f"    rounds: {parts}; each partition holds {copies}; up to {st.rounds.local_iterations} "
+                           f"iterations per partition per round, then one exchange (staleness bound "
+                           f"{st.rounds.local_iterations})")
             for r in st.init_rules:
                 out.append("    " + _rule_text(r, "init"))
             for r in st.delta_rules:

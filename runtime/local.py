@@ -29,9 +29,6 @@ def supports(st: Stratum, dataflow: Dataflow) -> bool:
     return columnar.unsupported(st.delta_rules, [store]) is None
 
 
-_ARROW = {"bigint": "int64", "double": "float64", "string": "string", "boolean": "bool_", "int": "int32"}
-
-
 def run_local_stratum(engine, st: Stratum) -> bool:
     """Evaluate a decomposable stratum; False when its column types need the SQL loop."""
     from pyspark.sql import functions as F
@@ -48,7 +45,7 @@ def run_local_stratum(engine, st: Stratum) -> bool:
             engine.full[name] = engine.keep(df) if other.cached else df
     init = engine.combine(s, engine.seeds(rel), engine.candidates(rel, st.init_rules))
     types = [f.dataType.simpleString() for f in init.schema.fields]
-    if any(t not in _ARROW for t in types):
+    if any(t not in columnar.ARROW for t in types):
         return False
     tables = {}
     for name in st.local.replicated:  # replicated: shipped to every task with the function
@@ -111,6 +108,6 @@ class _Task:
                                        start={self.store.name: start[cols]}, max_iterations=self.max_iterations)
         except columnar.NoFixpoint as e:  # the driver finds this marker in the task's error
             raise RuntimeError(f"{_LIMIT_MARK}{json.dumps(e.sizes)}{_LIMIT_MARK}") from None
-        schema = pa.schema([(c, getattr(pa, _ARROW[t])()) for c, t in zip(cols, self.types)])
+        schema = pa.schema([(c, columnar.arrow_type(t)) for c, t in zip(cols, self.types)])
         table = pa.Table.from_pandas(out.tables[self.store.name], schema=schema, preserve_index=False)
         yield from table.to_batches(max_chunksize=1 << 20)

@@ -30,19 +30,22 @@ import time
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..bootstrap import syntax as S
 from . import progress, semantics
-from .dataflow import IterationStats, Storage, Stratum
+from .columnar import ARROW, arrow_type
+from .dataflow import IterationStats, RoundsPlan, Stratum, copy_name
 from .session import parallelism
 
 SCHEMA = "part int, kind string, rel string, payload binary"
-# a task holds Spark's `int` (a literal's type) as 64 bits, as its arithmetic gives them
-_ARROW = {"bigint": "int64", "int": "int64", "double": "float64", "string": "string", "boolean": "bool_"}
 _PANDAS = {"bigint": "int64", "int": "int64", "double": "float64", "string": "object", "boolean": "bool"}
 
 
 class NotHere(Exception):
     """The stratum cannot run in rounds (why, in words): the distributed loop runs it."""
+
+
+class Inconsistent(Exception):
+    """The plan contradicts itself (a stage's rows or the planner are wrong): an internal
+    error, never a reason to fall back quietly."""
 
 
 @dataclass(frozen=True)
@@ -54,52 +57,21 @@ class Copy:
     column: Optional[int]
 
 
-def _term(t):
-    """A body term as something two atoms can share: a variable's name or a constant."""
-    if isinstance(t, S.Var):
-        return ("var", t.name)
-    if isinstance(t, S.Const):
-        return ("const", repr(t.value))
-    return None
-
-
 def placement(st: Stratum, relations: dict) -> tuple:
-    """(the stratum's delta rules reading copies, {copy name: Copy}) or NotHere."""
-    plan = st.rounds
-    owner = dict(plan.partition)
+    """(the stratum's delta rules reading copies, {copy name: Copy}), as the plan placed
+    them (stages/partition.dl groups s and cp, `Step.copy`). What the stage and the
+    planner guarantee is checked, cheaply: a breach raises Inconsistent."""
+    owner = dict(st.rounds.partition)
     looping = semantics.looping(st)
     if sorted(owner) != sorted(looping):
-        raise NotHere("no partition column for " + ", ".join(sorted(set(looping) - set(owner))))
-    for name in looping:
-        s = relations[name]
-        if s.keys is not None or semantics.kind(s) == "numbered" or s.limit is not None:
-            raise NotHere(f"{name} is {'keyed' if s.keys is not None else 'numbered' if s.limit is None else 'size-limited'}")
-        if s.aggregates and not all(a.premappable and a.func in ("min", "max") for a in s.aggregates):
-            raise NotHere(f"{name} aggregates other than by a PreM min/max")
-    copies: dict = {}
-    rules = []
-    for r in st.delta_rules:
-        drivers = [i for i, step in enumerate(r.steps) if step.delta and step.relation in owner]
-        if len(drivers) != 1:
-            raise NotHere(f"rule {r.name} is driven by {len(drivers)} deltas")
-        d = r.steps[drivers[0]]
-        key = _term(d.args[owner[d.relation]])
-        if key is None:
-            raise NotHere(f"rule {r.name}: no variable or constant at the partition column of {d.relation}")
-        steps = []
-        for i, step in enumerate(r.steps):
-            if step.relation and i != drivers[0]:
-                if step.relation in owner:
-                    if _term(step.args[owner[step.relation]]) != key:
-                        raise NotHere(f"rule {r.name} joins {d.relation} with {step.relation} off their partition "
-                                      "columns")
-                else:
-                    col = next((c for c, a in enumerate(step.args) if _term(a) == key), None)
-                    name = f"{step.relation}@{'*' if col is None else col}"
-                    copies[name] = Copy(name, step.relation, col)
-                    step = replace(step, relation=name)
-            steps.append(step)
-        rules.append(replace(r, steps=tuple(steps)))
+        raise Inconsistent(f"stratum {st.index} in rounds partitions {sorted(owner)} and loops over {looping}")
+    why = next(filter(None, [RoundsPlan.unfit(relations[n]) for n in looping]
+                      + [RoundsPlan.misfit(r, owner) for r in st.delta_rules]), None)
+    if why:
+        raise Inconsistent(f"stratum {st.index} in rounds: {why}")
+    rules = [replace(r, steps=tuple(replace(s, relation=copy_name(s)) if s.copy and s.relation not in owner else s
+                                    for s in r.steps)) for r in st.delta_rules]
+    copies = {name: Copy(name, relation, column) for name, relation, column in RoundsPlan.copies(st.delta_rules)}
     return tuple(rules), copies
 
 
@@ -129,7 +101,7 @@ def start_types(engine, st: Stratum, starts: dict) -> dict:
                 elif types != known[n]:
                     known[n] = _wider(n, known[n], types)
     for n in looping:
-        if n not in known or any(t not in _ARROW for t in known[n]):
+        if n not in known or any(t not in ARROW for t in known[n]):
             raise NotHere(f"{n} has a column of a type a task does not hold ({', '.join(known.get(n, ['?']))})")
     return known
 
@@ -189,7 +161,7 @@ def run_rounds(engine, st: Stratum) -> bool:
     for copy in copies.values():
         base = engine.frame(engine.full[copy.relation])
         copy_types = [f.dataType.simpleString() for f in base.schema.fields]
-        if any(t not in _ARROW for t in copy_types):
+        if any(t not in ARROW for t in copy_types):
             engine.notes.append(f"stratum {st.index} runs in the distributed loop, not in rounds: "
                                 f"{copy.relation} has a column of type {copy_types}")
             return False
@@ -290,11 +262,11 @@ def owners(values, parts: int, spark_type: str):
 
 
 def _arrow_schema(types: list, exact: bool = False):
-    """The Arrow schema a task holds the columns in; `exact`: Spark's own types."""
+    """The Arrow schema a task holds the columns in (an `int` as 64 bits, as its
+    arithmetic gives them); `exact`: Spark's own types, to give the tuples back to Spark."""
     import pyarrow as pa
 
-    return pa.schema([(f"c{i}", pa.int32() if exact and t == "int" else getattr(pa, _ARROW[t])())
-                      for i, t in enumerate(types)])
+    return pa.schema([(f"c{i}", arrow_type(t, held=not exact)) for i, t in enumerate(types)])
 
 
 def _blob(table) -> bytes:

@@ -9,27 +9,11 @@ import pytest
 
 from evita.runtime.engine import run
 
-from conftest import compiled_plan
+from conftest import EXAMPLES, compiled_plan
 
-CC = """
-.decl edge(x: number, y: number)
-.decl node(x: number)
-node(X) :- edge(X, _).
-node(Y) :- edge(_, Y).
-.decl cc(x: number, label: number)
-.output cc
-r1 cc(X, min<L>) :- node(X), L := X.
-r2 cc(Y, min<L>) :- cc(X, L), edge(X, Y).
-r3 cc(Y, min<L>) :- cc(X, L), edge(Y, X).
-"""
-
-SSSP = """
-.decl edge(x: number, y: number, w: number)
-.decl dist(x: number, d: number)
-.output dist
-r1 dist(Y, min<D>) :- Y = 0, D := 0.
-r2 dist(Y, min<D>) :- dist(X, D1), edge(X, Y, W), D := D1 + W.
-"""
+# the programs of examples/ (bench/scale.py runs them at scale); the facts are added below
+CC = (EXAMPLES / "components.dl").read_text()
+SSSP = (EXAMPLES / "sssp.dl").read_text()
 
 # a set recursion joined on the column the head does not keep: not decomposable
 REACH = """
@@ -104,3 +88,25 @@ def test_a_user_plan_keeps_the_distributed_loop(spark):
     flow = compiled_plan(spark, text)
     stratum = next(st for st in flow.strata if "cc" in st.relations)
     assert stratum.strategy == "distributed" and stratum.rounds is None
+
+
+def test_a_decomposable_recursion_beside_one_in_rounds_runs_in_rounds_with_the_copies_the_stage_placed(spark):
+    """tc decomposes (local) and shares cc's level: the planner runs the level as one
+    stratum in rounds, reading the copies partition.dl placed for tc's rule too (cp5)."""
+    text = CC + ".decl tc(x: number, y: number)\n.output tc\nt1 tc(X, Y) :- node(X), edge(X, Y).\n" \
+        "t2 tc(X, Z) :- tc(X, Y), edge(Y, Z).\n" + graph(40, 60, seed=3)
+    flow = compiled_plan(spark, text)
+    stratum = next(st for st in flow.strata if "cc" in st.relations)
+    assert "tc" in stratum.relations and stratum.strategy == "rounds", stratum.reason
+    assert "each partition holds edge@*, edge@0, edge@1;" in flow.to_text()
+    rounds = run(flow, spark, small_rows=0)
+    assert {s.mode for s in rounds.stats if s.stratum == stratum.index and s.iteration > 0} == {"rounds"}
+    loop = run(flow, spark, local=False)
+    assert rounds.tuples(["cc", "tc"]) == loop.tuples(["cc", "tc"])
+
+
+def test_a_plan_in_rounds_written_without_copies_keeps_the_loop_and_says_why(spark):
+    text = CC + graph(10, 12, seed=4) + ".plan relation cc(strategy=rounds, partition=0, local_iterations=4)\n"
+    stratum = next(st for st in compiled_plan(spark, text).strata if "cc" in st.relations)
+    assert stratum.strategy == "distributed" and stratum.rounds is None
+    assert "but rule r2_d1 reads edge with no copy placed for a partition" in stratum.reason
