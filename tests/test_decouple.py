@@ -53,7 +53,8 @@ def _first(events: set) -> dict:
 # ---------------------------------------------------------------- the three oracles
 
 @pytest.mark.parametrize("path,steps", [(CASES / "independent.olg", 20), (PROTOCOLS / "voting.olg", 40),
-                                        (PROTOCOLS / "twopc.olg", 60), (PROTOCOLS / "hashset.olg", 40)],
+                                        pytest.param(PROTOCOLS / "twopc.olg", 60, marks=pytest.mark.extended),
+                                        (PROTOCOLS / "hashset.olg", 40)],  # 2PC (22 s): extended; composed below
                          ids=lambda p: getattr(p, "name", str(p)))
 def test_mutually_independent_halves_show_the_same_outputs_at_the_same_steps(spark, path, steps):
     if path.parent == PROTOCOLS:  # the runs tests/test_protocols.py checks the invariants of

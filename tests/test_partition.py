@@ -529,6 +529,7 @@ def test_each_sealed_answer_is_the_whole_store_at_its_ballot(sealed_runs):
     assert any(len(nodes) == 2 for nodes in by_batch.values()), by_batch
 
 
+@pytest.mark.extended  # 25 s; the suite holds the seal at one address (sealed_runs above)
 def test_a_partitioned_seal_at_two_addresses_keeps_their_batches_apart(spark, tmp_path):
     """The replica at r1 and r2, each at 2 partitions with a coordinator of its own: two
     commit sequences, so a batch is named by the coordinator and its order (O__s), or the

@@ -5,6 +5,8 @@ For every example program and for generated ones. The generated loop runs withou
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -47,7 +49,7 @@ def test_example_round_trip(path):
     assert format_program(parse_program(text, "again", program.name)) == text  # canonical
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=int(os.environ.get("EVITA_ROUNDTRIP_EXAMPLES", "80")), deadline=None)
 @given(programs())
 def test_generated_round_trip(program):
     rows = encode(program)
