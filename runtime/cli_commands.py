@@ -125,6 +125,9 @@ def cmd_server(args) -> int:
         if args.action == "start":
             started = time.perf_counter()
             state = server.start(warehouse, port=args.port, master=args.master)
+            if state["replaced"]:
+                print(f"note: ended the server (pid {state['replaced']}) of a start that was interrupted before it "
+                      f"answered")
             print(f"server running at {state['url']} for {state['warehouse']} ({time.perf_counter() - started:.1f} s; "
                   f"log {state['log']})")
             print("commands on this warehouse now use it; `evita server stop` ends it")

@@ -116,6 +116,7 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
     if current is not None:
         raise ServerError(f"a server for {Loc.of(warehouse)} runs already at {current['url']} "
                           f"(pid {current['pgid']}); stop it first: evita server stop")
+    replaced = _end_interrupted_start(warehouse, state_file)
     if _answers(port):
         raise ServerError(f"port {port} on {HOST} is in use (another server?): choose another with --port")
     home = spark_home()
@@ -153,14 +154,34 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
                                 cwd=folder, start_new_session=True)
     state = dict(url=f"sc://{HOST}:{port}", port=port, pgid=proc.pid, master=master, log=str(log),
                  warehouse=str(Loc.of(warehouse)), started=time.strftime("%Y-%m-%d %H:%M:%S"))
-    state_file.write_text(json.dumps(state, indent=2))
+    _write_state(state_file, state)
     try:
         _wait_answering(proc, port, log, timeout)
         _warm_up(state["url"], warehouse)
     except BaseException:
         stop(warehouse)
         raise
-    return dict(state, file=str(state_file))
+    return dict(state, file=str(state_file), replaced=replaced)
+
+
+def _write_state(state_file: Path, state: dict) -> None:
+    """Whole or not at all (a temporary file renamed into place): a start killed while
+    writing it must not leave a torn file that hides its server from `stop`."""
+    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, state_file)
+
+
+def _end_interrupted_start(warehouse, state_file: Path) -> int | None:
+    """A start killed before its server answered (`kill -9` of `evita server start`)
+    leaves that server starting in its own process group, with the state file naming
+    it, but never warmed up; left alone it would take the port from this start. End it
+    (it is this warehouse's, by the state file) and say which it was: its pid."""
+    left = _read(state_file)
+    if left is None or not _group_alive(left.get("pgid", -1)):
+        return None
+    stop(warehouse)
+    return left["pgid"]
 
 
 def _wait_answering(proc, port: int, log: Path, timeout: float) -> None:
