@@ -218,7 +218,9 @@ TC_CHANGED = TC.read_text() + "\npath(x, x) :- edge(x, _).\n"
 def cli_env(home, **more) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYSPARK_GATEWAY_PORT", "EVITA_MASTER", "EVITA_REMOTE", "EVITA_CRASH_AT")}
-    env.update(EVITA_WAREHOUSE=str(home / "wh"), EVITA_SPARK_LOG=str(home / "spark.log"), EVITA_COMPILE_CACHE="0")
+    # the compile cache on (the run's $EVITA_CACHE): a second run of a program on the same
+    # inputs reads its compile, as a user's would; the catalog is stored all the same
+    env.update(EVITA_WAREHOUSE=str(home / "wh"), EVITA_SPARK_LOG=str(home / "spark.log"), EVITA_COMPILE_CACHE="1")
     return {**env, **more}
 
 
@@ -267,11 +269,10 @@ def whole(home, pid: str = "tc") -> int:
 
 
 def opens(env, home) -> str:
-    """`evita catalog` and `evita catalog --program tc` exit 0; the second's listing."""
-    listing = evita(env, "catalog", cwd=home)
-    assert listing.returncode == 0 and "evita.rule" in listing.stdout, listing.stderr
+    """`evita catalog --program tc` exits 0 (it opens the warehouse, finishing or dropping
+    a save a kill interrupted, and finds tc among its programs); its listing."""
     mine = evita(env, "catalog", "--program", "tc", cwd=home)
-    assert mine.returncode == 0, mine.stderr
+    assert mine.returncode == 0 and "evita.rule" in mine.stdout, mine.stderr
     return mine.stdout
 
 
@@ -287,9 +288,10 @@ def no_half_written_output(folder) -> list:
 
 
 @pytest.fixture(scope="module")
-def compiled_tc(tmp_path_factory):
+def compiled_tc(tmp_path_factory, warehouse):
     """A warehouse holding a good compile of tc (`evita compile`), and its snapshot and
-    listing: each test below kills something on a copy of it."""
+    listing: each test below kills something on a copy of it. (`warehouse`: the run's
+    cache of compiled stages, $EVITA_CACHE, which the processes share.)"""
     home = tmp_path_factory.mktemp("good")
     env = cli_env(home)
     done = evita(env, "compile", TC, "--quiet", cwd=home)
@@ -346,9 +348,10 @@ def test_two_runs_at_once_into_two_folders_on_one_warehouse(copied):
     assert whole(home) in (2, 3)  # one of the two compiles, whole
 
 
+@pytest.mark.extended  # eleven processes; test_reads_while_saves_run_see_one_whole_version holds the protocol
 def test_ten_catalog_reads_while_a_compile_writes_see_one_version_or_the_other(copied):
     home, before, listing = copied
-    env = cli_env(home)
+    env = cli_env(home, EVITA_COMPILE_CACHE="0")  # a compile that runs its stages: the reads overlap it
     compile_ = started(env, "compile", home / "tc.dl", "--quiet", cwd=home)
     reads = []
     for _ in range(10):  # spread over the compile, which saves at its end
@@ -362,3 +365,59 @@ def test_ten_catalog_reads_while_a_compile_writes_see_one_version_or_the_other(c
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0 and not err.strip(), err
         assert out in (listing, after)
+
+
+@pytest.mark.extended  # more kills of a compile: every point of its save, and at offsets in time
+@pytest.mark.parametrize("how", ["committed", "applying", 1.0, 2.5, 4.0, 6.0])
+def test_kill_9_anywhere_in_a_compile_leaves_one_whole_compile(copied, how):
+    home, before, listing = copied
+    env = cli_env(home)
+    at_point = isinstance(how, str)
+    proc = started(dict(env, EVITA_CRASH_AT=how) if at_point else env, "compile", home / "tc.dl", "--quiet", cwd=home)
+    code = killed(proc, after=300 if at_point else how)
+    after = opens(env, home)
+    rules = whole(home)
+    if at_point:  # committed: the next opening finishes the save
+        assert code == -signal.SIGKILL and rules == 3 and after != listing
+    elif rules == 2:  # killed before its save committed (or at once): the last good compile, unchanged
+        assert snapshot(home) == before and after == listing
+    else:
+        assert rules == 3
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("after", [1.0, 2.5, 4.0, 5.5, 7.0])
+def test_kill_9_of_a_run_at_any_time_leaves_whole_files_or_none(copied, after):
+    home, _, _ = copied
+    env = cli_env(home)
+    out = home / "out"
+    killed(started(env, "run", TC, "-F", EXAMPLES / "tc", "-D", out, "--quiet", cwd=home), after=after)
+    assert no_half_written_output(out) in ([], ["path.csv"])
+    opens(env, home)
+    assert whole(home) == 2
+
+
+@pytest.mark.extended  # `analyze` reads its inputs with Spark: a JVM for each
+def test_kill_9_of_analyze_keeps_the_statistics_whole(copied):
+    import json
+
+    home, _, _ = copied
+    env = cli_env(home)
+    stats = home / "wh" / "statistics" / "tc.json"
+    done = evita(env, "analyze", TC, "-F", EXAMPLES / "tc", "--master", "local[1]", cwd=home)
+    assert done.returncode == 0, done.stderr
+    kept = stats.read_bytes()
+    more = home / "more"
+    more.mkdir()
+    (more / "edge.facts").write_text("".join(f"{i}\t{i + 1}\n" for i in range(500)))  # other statistics
+    proc = started(dict(env, EVITA_CRASH_AT="half-written"), "analyze", TC, "-F", more, "--master", "local[1]",
+                   cwd=home)
+    assert killed(proc, after=600) == -signal.SIGKILL  # half of the new tc.json written when it died
+    assert stats.read_bytes() == kept and json.loads(kept)
+    for after in (2.0, 8.0):  # while Spark starts, while it reads
+        killed(started(env, "analyze", TC, "-F", more, "--master", "local[1]", cwd=home), after=after)
+        assert json.loads(stats.read_bytes())  # the old statistics or the new, whole
+    opens(env, home)
+    done = evita(env, "analyze", TC, "-F", more, "--master", "local[1]", cwd=home)  # reads what is kept, adds to it
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in stats.parent.iterdir()] == ["tc.json"]  # the killed writers' temporaries dropped
