@@ -45,7 +45,9 @@ Parquet files with pyarrow (no job, milliseconds); `load_rows(..., engine="spark
 the identical rows through Spark in one job (the tables filtered on `program`, unioned as
 JSON text, collected together), which costs seconds of planning and code generation for
 eighteen scans. Both read every Parquet file in a table's folder, so rows that Spark
-itself appends (`df.write.insertInto("evita.rule")`) are seen too.
+itself appends (`df.write.insertInto("evita.rule")`) are seen too. A reader of the files
+holds the lock shared while it reads (`_reading`): a save's moves, one file per table,
+are never seen half done.
 
 Every file goes through pyarrow's filesystems (`catalog/fs.py`), so the warehouse may be a
 local path, a file:// URI, or, for a real cluster whose executors must all see it, a shared
