@@ -139,7 +139,8 @@ class Loc:
         (`.NAME.PID.tmp`), renamed onto this name. A reader, or a process killed half way,
         never sees part of it; a killed writer's temporary file is dropped by the next
         writer into the folder (`drop_stale_temporaries`). On an object store a write is
-        already whole (one PUT) and a rename would be a copy: written directly there."""
+        already whole (one PUT) and a rename would be a copy: written directly there. HDFS
+        renames onto no existing file: there the old file is deleted just before."""
         if self.uri.startswith(("s3a://", "s3n://", "s3://", "gs://", "abfs://", "abfss://")):
             self.write_bytes(data)
             return
@@ -150,6 +151,8 @@ class Loc:
                 f.flush()
                 crash_point("half-written")  # tests: a kill -9 with half the file written
                 f.write(data[len(data) // 2:])
+            if not self.local and self.exists():  # HDFS renames onto no file: the old one goes first
+                self.unlink()
             tmp.move_to(self)
         except BaseException:
             try:
