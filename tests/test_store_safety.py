@@ -1,6 +1,9 @@
 """The catalog never loses a good state: a save killed at any point (`kill -9`) is
 finished or dropped on the next start, concurrent writers do not corrupt the warehouse,
-and a failed compile keeps the last good one (test_cli.py has that one)."""
+readers never see a save half applied, and a failed compile keeps the last good one
+(test_cli.py has that one). Then the same through the real command line: `evita
+compile`, `run -D` and `analyze` killed, two runs at once, reads during a compile
+(docs/reliability.md, "Crashes and concurrency"; `server start` is in test_zz_connect.py)."""
 from __future__ import annotations
 
 import os
