@@ -371,7 +371,7 @@ def test_ten_catalog_reads_while_a_compile_writes_see_one_version_or_the_other(c
 
 
 @pytest.mark.extended  # more kills of a compile: every point of its save, and at offsets in time
-@pytest.mark.parametrize("how", ["committed", "applying", 1.0, 2.5, 4.0, 6.0])
+@pytest.mark.parametrize("how", ["committed", "applying", 2.5])
 def test_kill_9_anywhere_in_a_compile_leaves_one_whole_compile(copied, how):
     home, before, listing = copied
     env = cli_env(home)
@@ -389,7 +389,7 @@ def test_kill_9_anywhere_in_a_compile_leaves_one_whole_compile(copied, how):
 
 
 @pytest.mark.extended
-@pytest.mark.parametrize("after", [1.0, 2.5, 4.0, 5.5, 7.0])
+@pytest.mark.parametrize("after", [2.5, 5.5])
 def test_kill_9_of_a_run_at_any_time_leaves_whole_files_or_none(copied, after):
     home, _, _ = copied
     env = cli_env(home)
