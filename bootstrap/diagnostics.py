@@ -39,9 +39,12 @@ class Diagnostic:
             lines.append(f"{gutter} | {shown}")
             width = max(1, len(_printable(self.text))) if self.text and self.span.end_line in (0, self.span.line) \
                 else 1
+            width = max(1, min(width, len(shown) - before))  # under the shown part of the line, no further
             lines.append(f"{' ' * len(gutter)} | {' ' * before}{'^' * width}")
         elif self.text and not _said(self.text, self.message):
-            lines.append(f"  offending text: {_printable(self.text)}")
+            shown = _printable(self.text[:LINE_SHOWN]) + (f"... ({len(self.text):,} characters)"
+                                                         if len(self.text) > LINE_SHOWN else "")
+            lines.append(f"  offending text: {shown}")
         if self.hint:
             lines.append(f"  hint: {self.hint}")
         return "\n".join(lines)
@@ -65,6 +68,21 @@ def _shown_line(line: str, col0: int) -> tuple:
     cut = line[start:start + LINE_SHOWN]
     head, tail = ("..." if start > 0 else ""), ("..." if start + LINE_SHOWN < len(line) else "")
     return head + _printable(cut) + tail, len(head) + len(_printable(line[start:col0]))
+
+
+QUOTED_SHOWN = 60  # characters of a longer value a message quotes
+
+
+def quoted(text: str) -> str:
+    """A value as a message quotes it: `repr`, a long one cut, saying how long it is (a
+    300,000-character field must not become a 300,000-character error line).
+
+    >>> quoted("12x"), quoted("9" * 1000)
+    ("'12x'", "'999999999999999999999999999999999999999999999999999999999999'... (1,000 characters)")
+    """
+    if len(text) <= QUOTED_SHOWN:
+        return repr(text)
+    return f"{text[:QUOTED_SHOWN]!r}... ({len(text):,} characters)"
 
 
 def plural(n, word: str, many: str | None = None, fmt: str = "") -> str:

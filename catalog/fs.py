@@ -19,6 +19,8 @@ half way through a save may need the next save to finish it (the journal does th
 from __future__ import annotations
 
 import os
+import re
+import signal
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -132,6 +134,50 @@ class Loc:
         with self.fs.open_output_stream(self.path) as f:
             f.write(data)
 
+    def write_atomically(self, data: bytes) -> None:
+        """Write the file whole or not at all: through a temporary name in the same folder
+        (`.NAME.PID.tmp`), renamed onto this name. A reader, or a process killed half way,
+        never sees part of it; a killed writer's temporary file is dropped by the next
+        writer into the folder (`drop_stale_temporaries`). On an object store a write is
+        already whole (one PUT) and a rename would be a copy: written directly there. HDFS
+        renames onto no existing file: there the old file is deleted just before."""
+        if self.uri.startswith(("s3a://", "s3n://", "s3://", "gs://", "abfs://", "abfss://")):
+            self.write_bytes(data)
+            return
+        tmp = self.parent / f".{self.name}.{os.getpid()}.tmp"
+        try:
+            with self.fs.open_output_stream(tmp.path) as f:
+                f.write(data[:len(data) // 2])
+                f.flush()
+                crash_point("half-written")  # tests: a kill -9 with half the file written
+                f.write(data[len(data) // 2:])
+            if not self.local and self.exists():  # HDFS renames onto no file: the old one goes first
+                self.unlink()
+            tmp.move_to(self)
+        except BaseException:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            raise
+
+    def drop_stale_temporaries(self) -> list:
+        """Remove the temporary files (`.NAME.PID.tmp`, `write_atomically`) that processes
+        killed while writing left in this local folder; those of live processes stay.
+        Returns the removed names."""
+        if not self.local:
+            return []  # a process id means nothing across hosts
+        dropped = []
+        for child, _ in self.children():
+            m = _TEMPORARY.fullmatch(child.name)
+            if m and not _alive(int(m.group(1))):
+                try:
+                    child.unlink()
+                    dropped.append(child.name)
+                except OSError:
+                    pass
+        return dropped
+
     def move_to(self, target: "Loc") -> None:
         """Rename onto `target` (replacing it): atomic where the filesystem renames."""
         self.fs.move(self.path, target.path)
@@ -147,6 +193,26 @@ class Loc:
 
         return ds.dataset(self.path, schema=schema, format="parquet", filesystem=self.fs,
                           ignore_prefixes=[".", "_"])
+
+
+_TEMPORARY = re.compile(r"\..+\.(\d+)\.tmp")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def crash_point(name: str) -> None:
+    """Tests simulate `kill -9` at a named point of a write: EVITA_CRASH_AT=NAME (the
+    store's `staged`, `committed`, `applying`; an output file's `half-written`)."""
+    if os.environ.get("EVITA_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @lru_cache(maxsize=None)

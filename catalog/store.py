@@ -45,7 +45,9 @@ Parquet files with pyarrow (no job, milliseconds); `load_rows(..., engine="spark
 the identical rows through Spark in one job (the tables filtered on `program`, unioned as
 JSON text, collected together), which costs seconds of planning and code generation for
 eighteen scans. Both read every Parquet file in a table's folder, so rows that Spark
-itself appends (`df.write.insertInto("evita.rule")`) are seen too.
+itself appends (`df.write.insertInto("evita.rule")`) are seen too. A reader of the files
+holds the lock shared while it reads (`_reading`): a save's moves, one file per table,
+are never seen half done.
 
 Every file goes through pyarrow's filesystems (`catalog/fs.py`), so the warehouse may be a
 local path, a file:// URI, or, for a real cluster whose executors must all see it, a shared
@@ -59,14 +61,13 @@ import fcntl
 import hashlib
 import json
 import os
-import signal
 import time
 import uuid
 from contextlib import contextmanager, nullcontext
 from urllib.parse import quote
 
 from . import schema
-from .fs import Loc
+from .fs import Loc, crash_point
 from .rows import PER_PROGRAM, CatalogRows, program_column
 
 DATA_DIR = "evita-catalog"
@@ -228,18 +229,28 @@ def versions_at(hist, program_id: str, status: str = OK) -> dict:
     import pyarrow.dataset as ds
 
     out: dict = {}
-    for name in HISTORY_TABLES:
-        folder = Loc.of(hist) / name
-        if not folder.is_dir():
-            continue
-        data = folder.dataset(_arrow_schema(name, True))
-        same = ds.field("status") == status
-        if status == OK:  # files written before failed compiles were kept apart have no status
-            same = same | ds.field("status").is_null()
-        table = data.to_table(filter=(ds.field(program_column(name)) == program_id) & same)
+    tables = {}
+    with _history_reading(Loc.of(hist)):  # one commit spans catalog and history: its lock
+        for name in HISTORY_TABLES:
+            folder = Loc.of(hist) / name
+            if not folder.is_dir():
+                continue
+            data = folder.dataset(_arrow_schema(name, True))
+            same = ds.field("status") == status
+            if status == OK:  # files written before failed compiles were kept apart have no status
+                same = same | ds.field("status").is_null()
+            tables[name] = data.to_table(filter=(ds.field(program_column(name)) == program_id) & same)
+    for name, table in tables.items():
         for row in zip(*(table.column(c).to_pylist() for c in table.column_names)):
             out.setdefault(row[0], CatalogRows())[name].append(tuple(row[2:]))
     return {k: v.sorted() for k, v in sorted(out.items())}
+
+
+def _history_reading(hist: Loc):
+    """The reader's lock for a history folder: its catalog's (`_reading`), when the
+    history sits beside one, as every warehouse lays them out."""
+    root = hist.parent / DATA_DIR
+    return _reading(root) if hist.name == HISTORY_DIR and root.is_dir() else nullcontext()
 
 
 def detach(spark) -> None:
@@ -367,17 +378,25 @@ def _locked(root: Loc):
     return _file_locked(root) if root.local else nullcontext()
 
 
+def _reading(root: Loc):
+    """The lock a reader holds while it reads several files of a local warehouse: shared
+    among readers, exclusive of a writer's commit, whose moves (one file per table) a
+    reader would otherwise see half done: some tables of the new version and some of the
+    old, or a file listed and then deleted before it is opened."""
+    return _file_locked(root, shared=True) if root.local else nullcontext()
+
+
 @contextmanager
-def _file_locked(root: Loc):
-    """The writer lock of a local warehouse. Waits for another writer (a save takes
-    milliseconds), but not forever: a process stopped while holding it must not hang
-    every other one."""
+def _file_locked(root: Loc, shared: bool = False):
+    """The writer lock of a local warehouse (`shared`: a reader's). Waits for another
+    writer (a save takes milliseconds), but not forever: a process stopped while holding
+    it must not hang every other one."""
     wait = float(os.environ.get("EVITA_LOCK_TIMEOUT", "120"))
     deadline = time.monotonic() + wait
     with open(root / ".lock", "a+") as fh:
         while True:
             try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -386,20 +405,15 @@ def _file_locked(root: Loc):
                     raise WarehouseBusy(f"warehouse busy: process {holder} holds {root / '.lock'}; waited {wait:.0f} s "
                                         f"(set EVITA_LOCK_TIMEOUT to wait longer)") from None
                 time.sleep(0.05)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))  # who holds it, for the busy message of the others
-        fh.flush()
+        if not shared:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))  # who holds it, for the busy message of the others
+            fh.flush()
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _crash_point(name: str) -> None:
-    """Tests simulate `kill -9` at a named point of a save: EVITA_CRASH_AT=staged|committed|applying."""
-    if os.environ.get("EVITA_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _commit(root, writes: list) -> None:
@@ -421,7 +435,7 @@ def _commit(root, writes: list) -> None:
                     staged.parent.mkdir()
                     staged.write_parquet(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR))
                 ops.append([str(folder), fname, str(staged) if staged else None])
-            _crash_point("staged")
+            crash_point("staged")
             journal.mkdir()
             tmp = journal / f".{token}.tmp"
             tmp.write_text(json.dumps({"ops": ops}))
@@ -429,7 +443,7 @@ def _commit(root, writes: list) -> None:
         except BaseException:
             _quietly(staging.rmtree)
             raise
-        _crash_point("committed")
+        crash_point("committed")
         _apply(root, journal / f"{token}.json")
 
 
@@ -443,7 +457,7 @@ def _apply(root: Loc, journal_file: Loc) -> None:
             target.unlink()
         elif Loc.of(staged).exists():
             Loc.of(staged).move_to(target)
-            _crash_point("applying")
+            crash_point("applying")
     journal_file.unlink()
     _quietly((root / "_staging" / journal_file.stem).rmtree)
 
@@ -484,8 +498,9 @@ def load_rows(spark, program_id: str, engine: str = "arrow") -> CatalogRows:
         return load_all(spark, [program_id], PER_PROGRAM)
     root = _root_of(spark) if spark is not None else opened()
     rows = CatalogRows()
-    for name in PER_PROGRAM:
-        rows[name] = _read_files(root / name, name, program_id)
+    with _reading(root):  # every table of one version, never a save half applied
+        for name in PER_PROGRAM:
+            rows[name] = _read_files(root / name, name, program_id)
     return rows.sorted()
 
 
@@ -493,8 +508,9 @@ def list_programs(spark, engine: str = "arrow") -> list:
     """Ids of the stored programs, sorted (engine as in `load_rows`)."""
     if engine == "spark":
         return sorted(r[0] for r in spark.table(qualified("program")).select("id").collect())
-    return sorted(r[0] for r in _read_files((_root_of(spark) if spark is not None else opened()) / "program",
-                                            "program"))
+    root = _root_of(spark) if spark is not None else opened()
+    with _reading(root):
+        return sorted(r[0] for r in _read_files(root / "program", "program"))
 
 
 def opened(warehouse=None) -> Loc:
@@ -514,13 +530,14 @@ def row_counts(root: Loc, program_id: str | None = None) -> dict:
     import pyarrow.dataset as ds
 
     counts = {}
-    for t in schema.TABLES:
-        col = program_column(t.name)
-        if program_id is not None and col is None:
-            counts[t.name] = 0
-            continue
-        where = ds.field(col) == program_id if program_id is not None else None
-        counts[t.name] = (root / t.name).dataset(_arrow_schema(t.name)).count_rows(filter=where)
+    with _reading(Loc.of(root)):  # the counts of one version, never of a save half applied
+        for t in schema.TABLES:
+            col = program_column(t.name)
+            if program_id is not None and col is None:
+                counts[t.name] = 0
+                continue
+            where = ds.field(col) == program_id if program_id is not None else None
+            counts[t.name] = (root / t.name).dataset(_arrow_schema(t.name)).count_rows(filter=where)
     return counts
 
 
@@ -535,7 +552,8 @@ def table_rows(root: Loc, name: str, program_id: str | None = None, limit: int |
 
     decl = schema.table(name)
     where = ds.field("program") == program_id if program_id is not None and "program" in decl.column_names else None
-    table = (Loc.of(root) / decl.name).dataset(_arrow_schema(decl.name)).to_table(filter=where)
+    with _reading(Loc.of(root)):  # a file listed is not deleted before it is read
+        table = (Loc.of(root) / decl.name).dataset(_arrow_schema(decl.name)).to_table(filter=where)
     keys = list(decl.order) + [c for c in decl.column_names if c not in decl.order]
     try:  # pyarrow >= 20 places nulls per key; the option for all keys is deprecated there
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in keys])

@@ -125,6 +125,8 @@ def cmd_server(args) -> int:
         if args.action == "start":
             started = time.perf_counter()
             state = server.start(warehouse, port=args.port, master=args.master)
+            if state["replaced"]:
+                print(f"note: ended the server (pid {state['replaced']}) of a start that was interrupted")
             print(f"server running at {state['url']} for {state['warehouse']} ({time.perf_counter() - started:.1f} s; "
                   f"log {state['log']})")
             print("commands on this warehouse now use it; `evita server stop` ends it")
@@ -139,6 +141,9 @@ def cmd_server(args) -> int:
             print(f"server at {state['url']} for {state['warehouse']}: "
                   f"{'answering' if state['answers'] else 'NOT answering'}, master {state['master']}, "
                   f"since {state['started']}, pid {state['jvm'] or state['pgid']}, log {state['log']}")
+            if state.get("ready") is False:
+                print("its start did not finish (interrupted, or under way): `evita server start` ends it and "
+                      "starts anew, `evita server stop` ends it")
     except server.ServerError as e:
         raise UserError(str(e)) from None
     return 0

@@ -255,7 +255,8 @@ def _write_output(path: str, text: bytes) -> None:
     target = Loc.of(path)  # a local file, or hdfs://, s3a://... (catalog/fs.py)
     try:
         target.parent.mkdir()
-        target.write_bytes(text)
+        target.parent.drop_stale_temporaries()  # what a run killed while writing here left
+        target.write_atomically(text)  # whole or not at all, even under kill -9
     except OSError as e:
         from .inputs import COMMAND_LINE
 

@@ -112,6 +112,7 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
     from .cluster import spark_home
 
     state_file, folder = _files(warehouse)
+    replaced = _end_interrupted_start(warehouse, state_file)
     current = running(warehouse)
     if current is not None:
         raise ServerError(f"a server for {Loc.of(warehouse)} runs already at {current['url']} "
@@ -152,15 +153,38 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 cwd=folder, start_new_session=True)
     state = dict(url=f"sc://{HOST}:{port}", port=port, pgid=proc.pid, master=master, log=str(log),
-                 warehouse=str(Loc.of(warehouse)), started=time.strftime("%Y-%m-%d %H:%M:%S"))
-    state_file.write_text(json.dumps(state, indent=2))
+                 warehouse=str(Loc.of(warehouse)), started=time.strftime("%Y-%m-%d %H:%M:%S"), ready=False)
+    _write_state(state_file, state)
     try:
         _wait_answering(proc, port, log, timeout)
         _warm_up(state["url"], warehouse)
     except BaseException:
         stop(warehouse)
         raise
-    return dict(state, file=str(state_file))
+    state["ready"] = True  # the start finished: a later start leaves this server alone
+    _write_state(state_file, state)
+    return dict(state, file=str(state_file), replaced=replaced)
+
+
+def _write_state(state_file: Path, state: dict) -> None:
+    """Whole or not at all (a temporary file renamed into place): a start killed while
+    writing it must not leave a torn file that hides its server from `stop`."""
+    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, state_file)
+
+
+def _end_interrupted_start(warehouse, state_file: Path) -> int | None:
+    """A start killed before it finished (`kill -9` of `evita server start`) leaves its
+    server starting on in its own process group, the state file naming it with `ready`
+    false, never warmed up; left alone it would take the port from this start, or be
+    reported as running. End it (it is this warehouse's, by the state file) and say
+    which it was: its pid. (A state file without `ready` is an older Evita's: ready.)"""
+    left = _read(state_file)
+    if left is None or left.get("ready", True) or not _group_alive(left.get("pgid", -1)):
+        return None
+    stop(warehouse)
+    return left["pgid"]
 
 
 def _wait_answering(proc, port: int, log: Path, timeout: float) -> None:

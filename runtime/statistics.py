@@ -13,7 +13,6 @@ program's facts get theirs from `stages/stats.dl`.
 from __future__ import annotations
 
 import json
-import os
 
 DISTINCT_RSD = 0.05
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double")
@@ -83,9 +82,9 @@ def store(program_id: str, measured: list, warehouse=None):
     path.parent.mkdir()
     mine = {rel for rel, *_ in measured}
     kept = [m for m in load(program_id, warehouse) if m[0] not in mine] + list(measured)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(sorted(kept, key=lambda m: (m[0], -1 if m[1] is None else m[1], m[2])), indent=1))
-    tmp.move_to(path)
+    path.parent.drop_stale_temporaries()  # what an `analyze` killed while writing left
+    path.write_atomically(json.dumps(sorted(kept, key=lambda m: (m[0], -1 if m[1] is None else m[1], m[2])),
+                                     indent=1).encode())
     return path
 
 

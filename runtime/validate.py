@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ..bootstrap import syntax as S
-from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
+from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural, quoted
 from ..bootstrap.fact_types import article
 from ..catalog.fs import Loc
 from .dataflow import Storage
@@ -279,7 +279,7 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
                           "\ufffd", "save the file as UTF-8 text", source_line=value)
     text, declared = tokens[err] if err < len(tokens) else None, s.types[err]
     name = s.columns[err] if err < len(s.columns) else f"c{err}"
-    why = "has no value" if not text else f"{text!r} is not {article(declared)}"
+    why = "has no value" if not text else f"{quoted(text)} is not {article(declared)}"
     return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {declared}, but {why}",
                       S.Span(path, line, 0 if parquet else starts[err]), text or "",
                       _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),

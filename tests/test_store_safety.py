@@ -1,6 +1,9 @@
 """The catalog never loses a good state: a save killed at any point (`kill -9`) is
 finished or dropped on the next start, concurrent writers do not corrupt the warehouse,
-and a failed compile keeps the last good one (test_cli.py has that one)."""
+readers never see a save half applied, and a failed compile keeps the last good one
+(test_cli.py has that one). Then the same through the real command line: `evita
+compile`, `run -D` and `analyze` killed, two runs at once, reads during a compile
+(docs/reliability.md, "Crashes and concurrency"; `server start` is in test_zz_connect.py)."""
 from __future__ import annotations
 
 import os
@@ -78,6 +81,33 @@ def test_real_kill_9_during_saves_leaves_one_whole_version(tmp_path):
         proc.wait(timeout=60)
         store.recover(root)
         assert stored(root) in (expected(30), expected(31))
+
+
+def test_reads_while_saves_run_see_one_whole_version(tmp_path):
+    """A reader of several tables (`evita catalog`'s counts, `print`'s rows) holds the
+    shared lock, so a save's moves, one file per table, are never seen half done, nor a
+    file listed and then deleted before it is read."""
+    from evita.catalog.fs import Loc
+
+    root = Loc.of(tmp_path / "evita-catalog")
+    counts = {}
+    for n in (31, 30):
+        store._commit(root, store.program_writes(root, rows_of(n)))
+        counts[n] = store.row_counts(root, "crash")
+    assert counts[30] != counts[31]
+    writer = child(root, 30, 100_000)  # saves 30 rules, 31, 30, ... until killed
+    try:
+        writer.stdout.readline()
+        reads, deadline = 0, time.monotonic() + 4
+        while time.monotonic() < deadline:
+            assert store.row_counts(root, "crash") in (counts[30], counts[31])
+            assert len(store.table_rows(root, "rule", "crash")[1]) in (30, 31)
+            reads += 1
+    finally:
+        writer.kill()
+        writer.wait()
+    store.recover(root)
+    assert reads > 20
 
 
 def test_concurrent_writers_wait_for_each_other(tmp_path):
@@ -171,3 +201,226 @@ def test_the_store_writes_through_a_filesystem_uri(tmp_path):
     assert store.RECOVERED and not (root / "_journal" / "t.json").exists() and not (root / "_staging").exists()
     assert store._read_files(root / "rule", "rule", "crash") == []
     store.RECOVERED.clear()
+
+
+# ---------------------------------------------------------------- the real command line, killed and at once
+# Each `evita` below is a process of its own, in a process group of its own, on a warehouse
+# of the test's; `kill -9` goes to the whole group. A kill lands at an exact point of a
+# write through EVITA_CRASH_AT (catalog/fs.py `crash_point`: the store's `staged`,
+# `committed`, `applying`; an output or statistics file `half-written`), or at offsets
+# in time (the extended tier). After each: the warehouse opens (`evita catalog` exits 0),
+# the last good compile is whole, and no output file is half written.
+
+EVITA = [sys.executable, "-m", "evita.bootstrap.cli"]
+TC = EXAMPLES / "tc.dl"
+TC_PATHS = 48  # examples/tc.dl's answer on examples/tc
+# tc with a third rule, stored under the same program name: a compile that would replace tc's
+TC_CHANGED = TC.read_text() + "\npath(x, x) :- edge(x, _).\n"
+
+
+def cli_env(home, **more) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_GATEWAY_PORT", "EVITA_MASTER", "EVITA_REMOTE", "EVITA_CRASH_AT")}
+    # the compile cache on (the run's $EVITA_CACHE): a second run of a program on the same
+    # inputs reads its compile, as a user's would; the catalog is stored all the same
+    env.update(EVITA_WAREHOUSE=str(home / "wh"), EVITA_SPARK_LOG=str(home / "spark.log"), EVITA_COMPILE_CACHE="1")
+    return {**env, **more}
+
+
+def evita(env, *argv, cwd, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run(EVITA + [str(a) for a in argv], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def started(env, *argv, cwd) -> subprocess.Popen:
+    return subprocess.Popen(EVITA + [str(a) for a in argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def killed(proc, after: float | None = None) -> int:
+    """kill -9 of the process's group (at once, or `after` seconds unless it ended first);
+    the exit code (-9 when the kill landed)."""
+    if after is not None:
+        try:
+            proc.wait(timeout=after)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # a crash point killed the leader: its children too
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate(timeout=120)
+    return proc.returncode
+
+
+def snapshot(home, pid: str = "tc") -> tuple:
+    """A program's rows in every per-program table and its history, read from the files."""
+    root = home / "wh" / store.DATA_DIR
+    tables = {name: sorted(store._read_files(root / name, name, pid)) for name in PER_PROGRAM}
+    return tables, {n: rows.compared() for n, rows in store.versions_at(root.parent / store.HISTORY_DIR, pid).items()}
+
+
+def whole(home, pid: str = "tc") -> int:
+    """Checks that the program's stored compile is whole (its versions all in the history,
+    the final catalog the history's last version); its number of rules."""
+    root = home / "wh" / store.DATA_DIR
+    versions = [v for v in store._read_files(root / "version", "version", pid) if v[8] == store.OK]
+    history = store.versions_at(root.parent / store.HISTORY_DIR, pid)
+    assert versions and sorted(history) == sorted(v[1] for v in versions)
+    assert stored_final(root, pid) == history[max(history)].only(pid).sorted().compared()
+    return len(store._read_files(root / "rule", "rule", pid))
+
+
+def opens(env, home) -> str:
+    """`evita catalog --program tc` exits 0 (it opens the warehouse, finishing or dropping
+    a save a kill interrupted, and finds tc among its programs); its listing."""
+    mine = evita(env, "catalog", "--program", "tc", cwd=home)
+    assert mine.returncode == 0 and "evita.rule" in mine.stdout, mine.stderr
+    return mine.stdout
+
+
+def no_half_written_output(folder) -> list:
+    """The -D folder holds whole output files only (a killed writer's `.NAME.PID.tmp`
+    may remain, hidden, until the next writer there drops it); their names."""
+    names = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    for name in names:
+        if not name.startswith("."):
+            lines = (folder / name).read_text().splitlines()
+            assert len(lines) == TC_PATHS and all(len(line.split("\t")) == 2 for line in lines), name
+    return [n for n in names if not n.startswith(".")]
+
+
+@pytest.fixture(scope="module")
+def compiled_tc(tmp_path_factory, warehouse):
+    """A warehouse holding a good compile of tc (`evita compile`), and its snapshot and
+    listing: each test below kills something on a copy of it. (`warehouse`: the run's
+    cache of compiled stages, $EVITA_CACHE, which the processes share.)"""
+    home = tmp_path_factory.mktemp("good")
+    env = cli_env(home)
+    done = evita(env, "compile", TC, "--quiet", cwd=home)
+    assert done.returncode == 0, done.stderr
+    return home, snapshot(home), opens(env, home)
+
+
+@pytest.fixture
+def copied(compiled_tc, tmp_path):
+    import shutil
+
+    good, before, listing = compiled_tc
+    shutil.copytree(good / "wh", tmp_path / "wh")
+    (tmp_path / "tc.dl").write_text(TC_CHANGED)
+    return tmp_path, before, listing
+
+
+def test_kill_9_inside_the_save_of_a_compile_keeps_the_last_good_one(copied):
+    home, before, listing = copied
+    env = cli_env(home)
+    proc = started(dict(env, EVITA_CRASH_AT="staged"), "compile", home / "tc.dl", "--quiet", cwd=home)
+    assert killed(proc, after=300) == -signal.SIGKILL  # it killed itself with its save's files written, uncommitted
+    assert opens(env, home) == listing  # the same tables and counts as after the good compile
+    assert snapshot(home) == before and whole(home) == 2
+
+
+def test_kill_9_while_run_writes_its_output_leaves_no_half_written_file(copied):
+    home, _, _ = copied
+    env = cli_env(home)
+    out = home / "out"
+    proc = started(dict(env, EVITA_CRASH_AT="half-written"), "run", TC, "-F", EXAMPLES / "tc", "-D", out, "--quiet",
+                   cwd=home)
+    assert killed(proc, after=300) == -signal.SIGKILL  # half of path.csv written when it died
+    assert no_half_written_output(out) == [] and [p.name for p in out.iterdir()] == [f".path.csv.{proc.pid}.tmp"]
+    opens(env, home)
+    assert whole(home) == 2
+    again = evita(env, "run", TC, "-F", EXAMPLES / "tc", "-D", out, "--quiet", cwd=home)
+    assert again.returncode == 0, again.stderr
+    assert no_half_written_output(out) == ["path.csv"] and len(list(out.iterdir())) == 1  # the leftover dropped
+
+
+def test_two_runs_at_once_into_two_folders_on_one_warehouse(copied):
+    home, _, _ = copied
+    env = cli_env(home)
+    runs = [started(env, "run", program, "-F", EXAMPLES / "tc", "-D", home / name, "--quiet", cwd=home)
+            for program, name in ((TC, "one"), (home / "tc.dl", "two"))]
+    for proc in runs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    assert no_half_written_output(home / "one") == ["path.csv"]
+    two = (home / "two" / "path.csv").read_text().splitlines()
+    assert len(two) == TC_PATHS + 3  # the changed tc adds path(x, x) for the nodes on no cycle: 1, 8, 9
+    assert sorted(set(two) - set((home / "one" / "path.csv").read_text().splitlines())) == ["1\t1", "8\t8", "9\t9"]
+    assert whole(home) in (2, 3)  # one of the two compiles, whole
+
+
+@pytest.mark.extended  # eleven processes; test_reads_while_saves_run_see_one_whole_version holds the protocol
+def test_ten_catalog_reads_while_a_compile_writes_see_one_version_or_the_other(copied):
+    home, before, listing = copied
+    env = cli_env(home, EVITA_COMPILE_CACHE="0")  # a compile that runs its stages: the reads overlap it
+    compile_ = started(env, "compile", home / "tc.dl", "--quiet", cwd=home)
+    reads = []
+    for _ in range(10):  # spread over the compile, which saves at its end
+        reads.append(started(env, "catalog", "--program", "tc", cwd=home))
+        time.sleep(0.3)
+    out, err = compile_.communicate(timeout=600)
+    assert compile_.returncode == 0, err
+    after = opens(env, home)
+    assert after != listing and whole(home) == 3
+    for proc in reads:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and not err.strip(), err
+        assert out in (listing, after)
+
+
+@pytest.mark.extended  # more kills of a compile: every point of its save, and at offsets in time
+@pytest.mark.parametrize("how", ["committed", "applying", 2.5])
+def test_kill_9_anywhere_in_a_compile_leaves_one_whole_compile(copied, how):
+    home, before, listing = copied
+    env = cli_env(home)
+    at_point = isinstance(how, str)
+    proc = started(dict(env, EVITA_CRASH_AT=how) if at_point else env, "compile", home / "tc.dl", "--quiet", cwd=home)
+    code = killed(proc, after=300 if at_point else how)
+    after = opens(env, home)
+    rules = whole(home)
+    if at_point:  # committed: the next opening finishes the save
+        assert code == -signal.SIGKILL and rules == 3 and after != listing
+    elif rules == 2:  # killed before its save committed (or at once): the last good compile, unchanged
+        assert snapshot(home) == before and after == listing
+    else:
+        assert rules == 3
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("after", [2.5, 5.5])
+def test_kill_9_of_a_run_at_any_time_leaves_whole_files_or_none(copied, after):
+    home, _, _ = copied
+    env = cli_env(home)
+    out = home / "out"
+    killed(started(env, "run", TC, "-F", EXAMPLES / "tc", "-D", out, "--quiet", cwd=home), after=after)
+    assert no_half_written_output(out) in ([], ["path.csv"])
+    opens(env, home)
+    assert whole(home) == 2
+
+
+@pytest.mark.extended  # `analyze` reads its inputs with Spark: a JVM for each
+def test_kill_9_of_analyze_keeps_the_statistics_whole(copied):
+    import json
+
+    home, _, _ = copied
+    env = cli_env(home)
+    stats = home / "wh" / "statistics" / "tc.json"
+    done = evita(env, "analyze", TC, "-F", EXAMPLES / "tc", "--master", "local[1]", cwd=home)
+    assert done.returncode == 0, done.stderr
+    kept = stats.read_bytes()
+    more = home / "more"
+    more.mkdir()
+    (more / "edge.facts").write_text("".join(f"{i}\t{i + 1}\n" for i in range(500)))  # other statistics
+    proc = started(dict(env, EVITA_CRASH_AT="half-written"), "analyze", TC, "-F", more, "--master", "local[1]",
+                   cwd=home)
+    assert killed(proc, after=600) == -signal.SIGKILL  # half of the new tc.json written when it died
+    assert stats.read_bytes() == kept and json.loads(kept)
+    for after in (2.0, 8.0):  # while Spark starts, while it reads
+        killed(started(env, "analyze", TC, "-F", more, "--master", "local[1]", cwd=home), after=after)
+        assert json.loads(stats.read_bytes())  # the old statistics or the new, whole
+    opens(env, home)
+    done = evita(env, "analyze", TC, "-F", more, "--master", "local[1]", cwd=home)  # reads what is kept, adds to it
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in stats.parent.iterdir()] == ["tc.json"]  # the killed writers' temporaries dropped

@@ -121,3 +121,53 @@ def test_programs_over_spark_connect(connect_server, spark, tmp_path, capsys):
     # the catalog the server wrote is the warehouse's, readable by a local session too
     assert (warehouse / "evita-catalog").is_dir()
     print(output)
+
+
+def test_kill_9_of_server_start_leaves_nothing_that_blocks_the_next(tmp_path):
+    """`evita server start` killed (its process group, kill -9) once its server is
+    launched, and again once the server answers (while it warms up): each time `status`
+    answers at once with a clear line, the state file is whole, and the next `start`
+    ends the interrupted start's server and starts its own (exit 0); `stop` then leaves
+    nothing running."""
+    import signal
+    import time
+
+    warehouse = tmp_path / "warehouse"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("EVITA_MASTER", "EVITA_REMOTE", "PYSPARK_GATEWAY_PORT")}
+    env["EVITA_WAREHOUSE"] = str(warehouse)
+    state_file = warehouse / server.STATE_FILE
+    start = ["server", "start", "--port", str(port), "--master", "local[1]"]
+    groups = []
+    try:
+        for moment in ("launched", "answering"):
+            proc = subprocess.Popen([sys.executable, "-m", "evita.bootstrap.cli", *start], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            deadline = time.monotonic() + 300
+            while proc.poll() is None and time.monotonic() < deadline and not (
+                    state_file.exists() and (moment == "launched" or server._answers(port))):
+                time.sleep(0.1)
+            assert proc.poll() is None, proc.communicate()  # still starting: the kill lands inside the start
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            left = json.loads(state_file.read_text())  # whole
+            assert left["ready"] is False
+            groups.append(left["pgid"])
+            began = time.monotonic()
+            status = _evita("server", "status", env=env)
+            assert time.monotonic() - began < 60 and status.returncode in (0, 1), status.stderr
+            assert status.stdout.startswith(("server at", "no server running")) and "Traceback" not in status.stderr
+            again = _evita(*start, env=env)
+            assert again.returncode == 0, again.stdout + again.stderr
+            assert f"ended the server (pid {left['pgid']})" in again.stdout
+            assert not server._group_alive(left["pgid"])
+            groups.append(json.loads(state_file.read_text())["pgid"])
+            assert _evita("server", "status", env=env).returncode == 0
+            stopped = _evita("server", "stop", env=env)
+            assert stopped.returncode == 0 and not state_file.exists(), stopped.stdout + stopped.stderr
+    finally:
+        _evita("server", "stop", env=env)
+        for pgid in groups:
+            if server._group_alive(pgid):
+                os.killpg(pgid, signal.SIGKILL)
+    assert not any(server._group_alive(pgid) for pgid in groups)
