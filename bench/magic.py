@@ -255,10 +255,8 @@ def measure(spark, c: Compiled, link_df, repeat: int) -> Run:
 
 def sql_loop_rounds(c: Compiled, pred: Prediction) -> int:
     """Iterations the driver would run: 0 when every recursive stratum is a local fixpoint."""
-    from evita.runtime.local import supports
-
     loops = [st for st in c.dataflow.strata
-             if st.recursive and not (st.local is not None and supports(st, c.dataflow))]
+             if st.recursive and not (st.strategy == "local" and st.rounds is not None)]
     return pred.rounds if loops else 0
 
 

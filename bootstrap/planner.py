@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Optional
 
 from ..runtime.dataflow import (
-    DELETION_SUFFIX, Aggregation, Dataflow, LocalPlan, RoundsPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
+    DELETION_SUFFIX, Aggregation, Dataflow, RoundsPlan, RulePlan, Step, Storage, Stratum, deletion_relation,
     term_text,
 )
 from ..runtime.inputs import size_limits
@@ -202,25 +202,19 @@ class _Planner:
         st = Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
         chosen = [(self.strategy[n], n) for n in members if n in self.strategy]
         # A level of independent recursions is one stratum (above: the planner's grouping,
-        # so that one loop serves them all). One in rounds and the others local makes all of
-        # it run in rounds: no choice made here, since a stratum runs one way and the stage
-        # wrote every row rounds need for the local ones too (their partition column, and
-        # copies for a decomposed recursion beside one in rounds: partition.dl cp5), which
-        # in_rounds checks; a row missing keeps the distributed loop, saying which.
+        # so that one loop serves them all). Local and rounds are one mechanism
+        # (runtime/rounds.py; local: no budget, since nothing leaves a partition), so a
+        # level whose recursions are all local or in rounds runs in rounds, the budget the
+        # stage gave those in rounds: no choice made here. The stage wrote every row that
+        # needs (partition columns and copies: partition.dl o, s and cp), which in_rounds
+        # checks; a row missing keeps the distributed loop, saying which.
         in_rounds = [c for c in chosen if c[0][0] == "rounds"]
-        if recursive and in_rounds and all(how in ("local", "rounds") for (how, _), _ in chosen):
-            chosen = in_rounds
+        if recursive and chosen and all(how in ("local", "rounds") for (how, _), _ in chosen):
+            chosen = in_rounds or chosen
         if recursive and chosen:
             (how, why), rel = chosen[0]
             st.strategy, st.reason = how, why
-            if how == "local" and {r.head for r in st.delta_rules} != {rel}:
-                # the runtime runs one relation per local stratum; this level loops over more
-                st.strategy, st.reason = "distributed", f"{why}, but its stratum also loops over other relations"
-            elif how == "local":
-                reads = {s.relation for r in st.delta_rules for s in r.steps if s.relation and s.relation != rel}
-                st.local = LocalPlan(rel, self.partition.get(rel, ()),
-                                     tuple(sorted(n for n in reads if n in self.distribution)), why)
-            elif how == "rounds":
+            if how in ("local", "rounds"):
                 self.in_rounds(st, rel, relations)
         elif recursive:
             st.strategy, st.reason = "distributed", "a barrier per iteration (seed 001): no stage chose a strategy"
@@ -236,13 +230,14 @@ class _Planner:
         unplaced = [n for n in looping if not self.partition.get(n)]
         owner = {n: self.partition[n][0] for n in looping if not unplaced}
         missing = (f"no partition column for {', '.join(unplaced)}" if unplaced
-                   else "no local_iterations" if rel not in self.local_iterations
+                   else "no local_iterations" if st.strategy == "rounds" and rel not in self.local_iterations
                    else next(filter(None, [RoundsPlan.unfit(relations[n]) for n in looping]
                                  + [RoundsPlan.misfit(r, owner) for r in st.delta_rules]), None))
         if missing:
             st.strategy, st.reason = "distributed", f"{st.reason}, but {missing}"
             return
-        st.rounds = RoundsPlan(tuple((n, self.partition[n][0]) for n in looping), self.local_iterations[rel])
+        st.rounds = RoundsPlan(tuple((n, self.partition[n][0]) for n in looping),
+                               self.local_iterations[rel] if st.strategy == "rounds" else None)
 
     def rule_plan(self, rule: S.Rule, driven_by: Optional[str], relations) -> RulePlan:
         """The rule's pipeline in the catalog's order: atoms as written, each selection or

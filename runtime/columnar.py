@@ -3,8 +3,8 @@
 Where Spark's cost per job would dominate, a stratum runs here instead of in the SQL
 loop: every iteration is a few vectorized pandas operations (hash joins, anti-joins,
 group-bys), milliseconds rather than a Spark job. Its callers:
-- `runtime/local.py`: a decomposable stratum, one fixpoint per partition inside the
-  partition's Spark task;
+- `runtime/rounds.py`: a stratum a stage put in tasks, one fixpoint per partition inside
+  the partition's Spark task (decomposable), or rounds of them with an exchange between;
 - `Engine.run_small` (`runtime/engine.py`): a stratum whose inputs are small, on the
   driver that already holds them.
 

@@ -3,8 +3,8 @@
 Plain dataclasses carrying the decisions stages wrote into the catalog, as the planner
 copied them: which atom drives a rule (`Step.delta`), the join method (`Step.method`),
 how a relation is stored (`Storage.partition`, `broadcast`, `cached`) and how a
-recursive stratum runs (`Stratum.strategy`, and `Stratum.local` when it runs to its own
-fixpoint inside one task per partition). This module is the leaf both the planner and
+recursive stratum runs (`Stratum.strategy`, and `Stratum.rounds` when its partitions run
+in tasks: to their own fixpoint, or in rounds with an exchange between them). This module is the leaf both the planner and
 the runtime import.
 
 Two renderings: `to_text()` in the spirit of P2DL/Click (one element per line, arrows
@@ -111,24 +111,14 @@ class RulePlan:
 
 
 @dataclass(frozen=True)
-class LocalPlan:
-    """A decomposable recursive stratum (seed 003 §3, seed 001): partition the recursive
-    relation on `partition`, replicate (broadcast) `replicated`, and each partition
-    reaches its own fixpoint inside one task, without coordination."""
-    relation: str
-    partition: tuple
-    replicated: tuple
-    reason: str = ""
-
-
-@dataclass(frozen=True)
 class RoundsPlan:
     """A monotone recursive stratum run in rounds (`runtime/rounds.py`, seed 003 §3-4):
     each looping relation hash-partitioned on its column in `partition` ((relation,
     column), ...), each Spark job a round of up to `local_iterations` iterations per
-    partition, then one exchange of the new tuples."""
+    partition, then one exchange of the new tuples; None for a decomposable (`local`)
+    stratum, whose partitions run to their fixpoint in one round."""
     partition: tuple
-    local_iterations: int
+    local_iterations: Optional[int]
 
     @staticmethod
     def unfit(s: "Storage") -> Optional[str]:
@@ -195,7 +185,6 @@ class Stratum:
     recursive: bool
     init_rules: tuple  # run once over complete lower strata
     delta_rules: tuple  # ECA rules run every iteration, driven by a delta of this stratum
-    local: Optional[LocalPlan] = None
     strategy: str = ""  # recursive strata: 'local', 'rounds' or 'distributed', as a stage chose (stratum table)
     reason: str = ""
     rounds: Optional[RoundsPlan] = None
@@ -254,14 +243,12 @@ class Dataflow:
                 out.append(f"    strategy {st.strategy}  // {st.reason}")
             if st.recursive:
                 out.append("    " + _small_text(st, self))
-            if st.local:
-                lp = st.local
-                out.append(f"    local fixpoint per partition: {lp.relation} partitioned on "
-                           f"{_cols(lp.partition)}, replicated {', '.join(lp.replicated) or '-'}")
             if st.rounds:
                 parts = ", ".join(f"{rel} on {_cols((col,))}" for rel, col in st.rounds.partition)
                 copies = ", ".join(name for name, _, _ in RoundsPlan.copies(st.delta_rules)) or "-"
-                out.append(f"    rounds: {parts}; each partition holds {copies}; up to {st.rounds.local_iterations} "
+                out.append(f"    local fixpoint per partition: {parts}; each partition holds {copies}; one Spark job "
+                           f"(no tuple leaves its partition)" if st.rounds.local_iterations is None else
+                           f"    rounds: {parts}; each partition holds {copies}; up to {st.rounds.local_iterations} "
                            f"iterations per partition per round, then one exchange (staleness bound "
                            f"{st.rounds.local_iterations})")
             for r in st.init_rules:
@@ -311,7 +298,7 @@ def _small_text(st: Stratum, flow: "Dataflow") -> str:
     """What the runtime does when the stratum's inputs turn out small (it knows sizes)."""
     from .columnar import SMALL_ROWS, unsupported
 
-    if st.local is not None:
+    if st.strategy == "local" and st.rounds is not None:
         return "small inputs: per-partition tasks all the same  // a stage chose them (strategy local)"
     why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
     if why:

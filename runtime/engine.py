@@ -15,11 +15,11 @@ Per relation, what "new" means:
   changed tuple replaces the old one with the same key (Overlog §2.2.3);
 - `delete` rules collect tuples that are removed when the timestep ends (deferred).
 
-Where a stratum runs (docs/runtime.md, "Strategies"): a decomposable stratum
-(`Stratum.local`, a stage's decision) is handed to `runtime.local`, which runs each
-partition's fixpoint inside one task; a stratum whose inputs are small runs on the
-driver (`run_small`); both use the columnar evaluator (`runtime.columnar`). The rest run
-here, on Spark's SQL.
+Where a stratum runs (docs/runtime.md, "Strategies"), as a stage decided: a stratum in
+tasks (`Stratum.rounds`: decomposable, each partition to its own fixpoint in one Spark
+job; or monotone, in rounds) is handed to `runtime.rounds`; a stratum whose inputs are
+small runs on the driver (`run_small`); both use the columnar evaluator
+(`runtime.columnar`). The rest run here, on Spark's SQL.
 
 Catalog-sized runs (`one_partition=True`: stages, integrity checks, the lattice) keep every
 relation in one partition, so that an action is one Spark stage of one task, and, when no
@@ -343,20 +343,22 @@ class _Engine:
         if self._stratum is not None and self.reports(self._stratum):
             progress.iteration(stat.iteration, stat.deltas, stat.mode)
 
+    def _in_tasks(self, st) -> bool:
+        from .rounds import run_rounds
+
+        return run_rounds(self, st)
+
     def run_stratum(self, st) -> None:
         # a size limit is checked between the rounds of the whole recursion, which
         # per-partition fixpoints do not have
         limited = any(self.df.relations[n].limit is not None for n in st.relations)
-        if st.local is not None and self.use_local and not limited:
-            from .local import run_local_stratum, supports
-            if supports(st, self.df) and run_local_stratum(self, st):
-                return
+        in_tasks = st.rounds is not None and self.use_local and not self.one_partition and not limited
+        if in_tasks and st.strategy == "local" and self._in_tasks(st):  # a stage chose tasks: small or not
+            return
         if self.small_rows and self.run_small(st):
             return
-        if st.rounds is not None and self.use_local and not self.one_partition and not limited:
-            from .rounds import run_rounds
-            if run_rounds(self, st):
-                return
+        if in_tasks and st.strategy != "local" and self._in_tasks(st):
+            return
         if st.recursive:
             self.run_recursive(st)
         else:

@@ -22,6 +22,12 @@ much as `local_iterations` global iterations where the data allows (seed 003's b
 staleness, with the round as the bound); the answers are the bulk-synchronous ones: a
 set only grows, and a PreM min/max converges to the same fixpoint whatever order
 improvements arrive in. Nothing is collected to the driver but the counts.
+
+A decomposable recursion (strategy `local`: linear, and every rule keeps the partition
+column from its driving atom to its head: seed 001's coordination-free class) runs here
+too, with no iteration budget: no derived tuple leaves its partition, so one round is
+the whole fixpoint, one Spark job, and the lower relations reach the tasks through Spark
+(copies as above), never through the driver.
 """
 from __future__ import annotations
 
@@ -172,10 +178,10 @@ def run_rounds(engine, st: Stratum) -> bool:
         frame = frame.unionByName(f)
     storages = {n: engine.df.relations[n] for n in looping}
     storages.update({c.name: replace(engine.df.relations[c.relation], name=c.name) for c in copies.values()})
-    task = _Round(replace(st, relations=tuple(looping), init_rules=(), delta_rules=rules, local=None),
+    task = _Round(replace(st, relations=tuple(looping), init_rules=(), delta_rules=rules),
                   storages, types, owner, parts, st.rounds.local_iterations, straggler())
     engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
-                                 mode="rounds"))
+                                 mode=mode(st)))
     # Adaptive execution would run each round's exchange as a job of its own first
     saved = engine.spark.conf.get("spark.sql.adaptive.enabled", None)
     engine.spark.conf.set("spark.sql.adaptive.enabled", "false")
@@ -197,7 +203,8 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         if engine.max_iterations is not None:  # the limit counts iterations, as the loop's does
             if done >= engine.max_iterations:  # still moving: sent on, or held back by the budget
                 engine.no_fixpoint(st, {n: sent.get(n, 0) + moving.get(n, 0) for n in looping})
-            task.budget = min(st.rounds.local_iterations, engine.max_iterations - done)
+            left = engine.max_iterations - done
+            task.budget = left if st.rounds.local_iterations is None else min(st.rounds.local_iterations, left)
         t1 = time.perf_counter()
         out = frame.groupBy("part").applyInPandas(task.function(), SCHEMA).localCheckpoint(eager=False)
         engine._actions += 1
@@ -207,7 +214,7 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         pending, moving = sum(held_back.values()), held_back
         iterations = max((c["iterations"] for c in counts), default=0)
         done += max(1, iterations)
-        engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode="rounds"))
+        engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode=mode(st)))
         slowest = max(counts, key=lambda c: sum(c["seconds"].values()), default=None)
         if slowest is not None:  # where a round's time goes: its slowest partition's task
             engine.notes.append(f"stratum {st.index} round {round_no}: {plural_iterations(iterations)}; the slowest "
@@ -216,9 +223,16 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         frame = out.where("kind != 'stat'")
         if engine.reports(st):
             progress.note(f"round {round_no}: up to {plural_iterations(iterations)} in each partition, "
-                          f"{sum(sent.values()):,} tuples exchanged", mode="rounds")
+                          f"{sum(sent.values()):,} tuples exchanged", mode=mode(st))
         if not any(sent.values()) and not pending:
             return frame
+
+
+def mode(st: Stratum) -> str:
+    """How the stats name the stratum's run: "local" for a decomposable recursion (no
+    tuple leaves its partition: one round, seed 001's coordination-free class), else
+    "rounds"."""
+    return "local" if st.strategy == "local" else "rounds"
 
 
 def straggler() -> tuple:

@@ -519,7 +519,7 @@ def package_zip() -> Path:
 def ship_package(spark) -> None:
     """Give the executors Evita: unless they run in the driver's JVM (`local[...]`), the
     package's zip goes to every executor (`addPyFile`, once per SparkContext), so tasks that
-    run Evita's Python (the in-task evaluator of `runtime/local.py`, the simulator's fan-out)
+    run Evita's Python (the in-task evaluator of `runtime/rounds.py`, the simulator's fan-out)
     import it from there and workers need no `pip install evita`. A driver that imports
     Evita from a zip got it from `spark-submit --py-files`, which ships it to the executors
     as well: nothing more is added."""
@@ -540,7 +540,7 @@ def ship_package(spark) -> None:
 
 # ---------------------------------------------------------------- the workers' Python
 
-# What Evita's tasks import in a Python worker (`runtime/local.py`'s mapInArrow, the
+# What Evita's tasks import in a Python worker (`runtime/rounds.py`'s tasks, the
 # simulator's mapInPandas): Evita itself, and what PySpark's Arrow exchange needs.
 WORKER_MODULES = ("evita", "pandas", "pyarrow")
 _PROBE = ("import importlib.util, json, sys; print(json.dumps({'version': '.'.join(map(str, sys.version_info[:2])), "

@@ -103,7 +103,7 @@ def test_package_and_its_launcher(tmp_path):
     assert "spark-submit --master MASTER --py-files" in p.stdout
     names = set(zipfile.ZipFile(out / "evita.zip").namelist())
     assert {"evita/__init__.py", "evita/bootstrap/grammar.lark", "evita/stage_lattice.dl",
-            "evita/stages/partition.dl", "evita/runtime/local.py"} <= names
+            "evita/stages/partition.dl", "evita/runtime/rounds.py"} <= names
     # the launcher with only the zip on the path, as spark-submit --py-files gives it
     env = _env(tmp_path, PYTHONPATH=str(out / "evita.zip"))
     p = subprocess.run([sys.executable, str(out / "evita_main.py"), "check", str(EXAMPLES / "tc.dl")],

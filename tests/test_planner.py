@@ -38,11 +38,14 @@ def test_transitive_closure_plan(spark):
         ("scan", "tc", True, ()), ("join", "edge", False, ("Y",))]
     # partition.dl: column 0 of tc passes unchanged from the recursive atom to the head
     assert st.strategy == "local" and "column #0" in st.reason
-    assert st.local.partition == (0,) and st.local.replicated == ("edge",)
-    assert df.relations["tc"].partition == (0,) and df.relations["edge"].broadcast
-    assert d.steps[1].method == "broadcast"
+    # one mechanism with rounds (runtime/rounds.py), without a budget; edge reaches every
+    # partition whole, through Spark; no broadcast hint is forced on it (its size is unknown)
+    assert st.rounds.partition == (("tc", 0),) and st.rounds.local_iterations is None
+    assert d.steps[1].copy == "whole" and d.steps[1].method == ""
+    assert df.relations["tc"].partition == (0,)
     text = df.to_text()
-    assert "r2_d1: [on Δtc] scan Δtc(X, Y) -> join edge(Y, Z) on Y [broadcast] -> project tc(X, Z)" in text
+    assert "r2_d1: [on Δtc] scan Δtc(X, Y) -> join edge(Y, Z) on Y" in text
+    assert "local fixpoint per partition: tc on (#0); each partition holds edge@*; one Spark job" in text
     assert json.loads(df.to_json())["strata"][0]["delta_rules"][0]["name"] == "r2_d1"
 
 
@@ -70,7 +73,7 @@ def test_nonlinear_recursion_gets_one_eca_rule_per_recursive_atom(spark):
     st = df.strata[0]
     assert [r.name for r in st.delta_rules] == ["r2_d1", "r2_d2"]
     assert [s.delta for s in st.delta_rules[1].steps] == [False, True]
-    assert st.local is None and st.strategy == "distributed"
+    assert st.rounds is None and st.strategy == "distributed"
 
 
 def test_without_stages_the_defaults_apply():
@@ -79,7 +82,7 @@ def test_without_stages_the_defaults_apply():
     df = plan(parse_program(TC))
     st = df.strata[0]
     assert [(r.name, r.driven_by) for r in st.delta_rules] == [("r2", None)]
-    assert st.local is None and st.strategy == "distributed" and "no stage" in st.reason
+    assert st.rounds is None and st.strategy == "distributed" and "no stage" in st.reason
     assert not any(s.cached or s.broadcast or s.partition for s in df.relations.values())
     assert "r2: [every iteration]" in df.to_text()
 
@@ -136,7 +139,8 @@ edge(1, 2, 1).
 r1 apsp(S, Y, min<D>) :- edge(S, Y, D).
 r2 apsp(S, Y, min<D>) :- apsp(S, X, D1), edge(X, Y, W), D := D1 + W.
 """)
-    assert df.strata[0].local.partition == (0,)
+    st = df.strata[0]  # PreM: per partition, as rounds run (issue 38, item 2)
+    assert st.strategy == "local" and st.rounds.partition == (("apsp", 0),) and st.rounds.local_iterations is None
 
 
 def test_mixed_aggregates_are_rejected_by_the_checks():

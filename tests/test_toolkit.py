@@ -116,7 +116,7 @@ def test_partition_leaves_mutual_recursion_to_the_distributed_loop(spark):
     df = compiled_plan(spark, "e(1, 2).\nr1 a(X, Y) :- e(X, Y).\nr2 b(X, Y) :- a(X, Y).\nr3 a(X, Z) :- b(X, Y), e(Y, Z).\n",
                        name="mutual")
     [rec] = [s for s in df.strata if s.recursive]
-    assert rec.local is None and rec.strategy == "distributed"
+    assert rec.rounds is None and rec.strategy == "distributed"
 
 
 def test_evita_check_rejects_an_unstratifiable_program(tmp_path, capsys):
