@@ -173,9 +173,10 @@ def test_a_fact_chooses_between_alternative_stages(spark, tmp_path):
     assert chosen.stages_run == lattice_order([tmp_path], skip=skip, choose={"toy_order": "order_b"})
 
 
-# tc.dl in the suite; shortest_path.olg, whose compile runs the most stages, with `pytest
-# -m extended` (five minutes here: on Spark every iteration of a stage's recursion is a job)
-@pytest.mark.parametrize("name", ["tc.dl", pytest.param("shortest_path.olg", marks=pytest.mark.extended)])
+# tc.dl: on Spark every iteration of a stage's recursion is a job (shortest_path.olg, whose
+# compile runs the most stages, takes five minutes there; test_stage_cases holds each
+# stage's rows in process, and the random-program tests the engine against the oracle)
+@pytest.mark.parametrize("name", ["tc.dl"])
 def test_small_catalogs_compile_in_process_to_the_same_catalog_as_on_spark(spark, name, monkeypatch):
     """A stage over a small catalog runs in this process (`stage.in_process_first`,
     the columnar backend), with no Spark action; on Spark (the size limit set below any
