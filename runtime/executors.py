@@ -34,6 +34,17 @@ def executor_count(sc) -> int:
     return max(0, sc._jsc.sc().getExecutorMemoryStatus().size() - 1)
 
 
+def ever_had_executors(sc) -> bool:
+    """Whether an executor ever registered with the application, gone ones included
+    (Spark's status store keeps the dead): the watcher may start after executors came
+    and went, e.g. while the session's first job (the workers' Python probe) ran."""
+    try:
+        listed = sc._jsc.sc().statusStore().executorList(False)
+        return any(listed.apply(i).id() != "driver" for i in range(listed.size()))
+    except Exception:  # no status store to ask: what the watcher saw itself decides
+        return False
+
+
 def watch(spark) -> None:
     """Start the watcher for this SparkContext (once)."""
     from .session import spark_context
@@ -63,7 +74,7 @@ def _watch(sc) -> None:
         missing_since = missing_since or time.monotonic()
         if time.monotonic() - missing_since < GRACE:
             continue
-        if seen_any:
+        if seen_any or ever_had_executors(sc):
             why = (f"the Spark application lost every executor while a job ran, and none came back within "
                    f"{GRACE:g} s (a worker died or was killed: Spark re-runs a lost executor's tasks elsewhere, "
                    f"but no executor was left)")
