@@ -820,4 +820,9 @@ def _first_line(e: Exception) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m evita.bootstrap.cli` runs this file as __main__, a second copy of the
+    # module: the commands raise evita.bootstrap.cli's UserError, which this copy's
+    # handler would not know. Run the one module, as the `evita` script does.
+    from evita.bootstrap.cli import main as evita_main
+
+    sys.exit(evita_main())

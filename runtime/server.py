@@ -52,35 +52,49 @@ def _read(state: Path) -> dict | None:
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return _server_jvm(pgid) is not None or _leader_alive(pgid)
+    """Does any process of group `pgid` still run a thread? A JVM ending (SIGTERM runs
+    its shutdown hooks, then exit tears down a hundred threads) shows its main thread
+    as a zombie while other threads still hold its sockets, the server's port among
+    them: a process counts as ended only when every thread has."""
+    return any(_runs(pid) for pid in _members(pgid))
 
 
-def _leader_alive(pid: int) -> bool:
+def _members(pgid: int) -> list:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    pids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return pids
+
+
+def _runs(pid: int) -> bool:
+    """Some thread of `pid` is not a zombie (a zombie leader with live threads runs)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return False
+    for task in tasks:
+        try:
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def _server_jvm(pgid: int) -> int | None:
     """The pid of the Connect server's JVM in process group `pgid`, if it runs."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in _members(pgid):
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[0] == "Z" or int(fields[2]) != pgid:
-                continue
-            if SERVER_CLASS.encode() in (entry / "cmdline").read_bytes() and b"java" in \
-                    (entry / "cmdline").read_bytes().split(b"\0")[0]:
-                return int(entry.name)
-        except (OSError, IndexError, ValueError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
             continue
+        if SERVER_CLASS.encode() in argv and b"java" in argv.split(b"\0")[0] and _runs(pid):
+            return pid
     return None
 
 
@@ -239,8 +253,17 @@ def stop(warehouse, timeout: float = 20.0) -> bool:
             time.sleep(0.2)
         if not _group_alive(pgid):
             break
+    _wait_closed(state.get("port"), timeout)
     state_file.unlink(missing_ok=True)
     return was
+
+
+def _wait_closed(port, timeout: float) -> None:
+    """The port of an ended server closes with its last thread; a start on the same port
+    right after `stop` must not find it answering."""
+    deadline = time.monotonic() + timeout
+    while port and _answers(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def status(warehouse) -> dict | None:
