@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -112,15 +111,14 @@ def _store(key: str, rows: dict) -> dict:
 
 
 def write_atomically(target: Path, data: bytes) -> None:
-    """Write through a temporary file renamed into place, so two processes never read
-    half a file. A cache that cannot be written (a read-only home) is no cache: the
-    caller computes again next time, still correct."""
+    """Whole or not at all (`Loc.write_atomically`), so two processes never read half a
+    file. A cache that cannot be written (a read-only home) is no cache: the caller
+    computes again next time, still correct."""
+    from ..catalog.fs import Loc
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
+        Loc.of(target).write_atomically(data)
     except OSError:
         pass
 

@@ -183,9 +183,9 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
 def _write_state(state_file: Path, state: dict) -> None:
     """Whole or not at all (a temporary file renamed into place): a start killed while
     writing it must not leave a torn file that hides its server from `stop`."""
-    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    os.replace(tmp, state_file)
+    from ..catalog.fs import Loc
+
+    Loc.of(state_file).write_atomically(json.dumps(state, indent=2).encode())
 
 
 def _end_interrupted_start(warehouse, state_file: Path) -> int | None:

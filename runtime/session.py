@@ -434,9 +434,9 @@ def write_package(output: str | os.PathLike) -> Path:
     target = Path(output)
     if target.parent != Path(""):
         target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(package_bytes())
-    os.replace(tmp, target)
+    from ..catalog.fs import Loc
+
+    Loc.of(target).write_atomically(package_bytes())
     return target
 
 
@@ -509,9 +509,9 @@ def package_zip() -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"evita-{hashlib.sha256(data).hexdigest()[:16]}.zip"
     if not target.exists():
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        from ..catalog.fs import Loc
+
+        Loc.of(target).write_atomically(data)
     _zip = target
     return target
 
