@@ -172,7 +172,8 @@ class _Planner:
                 k = None  # a key over every column is plain set semantics
             out[name] = Storage(name, n, cols, types, "derived" if name in derived else "base", k,
                                 partition=self.partition.get(name, ()),
-                                broadcast=self.distribution.get(name) in ("broadcast", "replicated"),
+                                broadcast=self.distribution.get(name) == "broadcast",
+                                replicated=self.distribution.get(name) == "replicated",
                                 located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io,
@@ -266,7 +267,10 @@ class _Planner:
                 else:
                     op = "scan" if not steps else "join"
                     bound.update(S.atom_vars(l))
-                method = self.methods.get((rule.name, written_at[id(l)] + 1), "")
+                # a relation placed `broadcast` is broadcast by the joins that read it, unless
+                # the stage chose this atom's method itself
+                method = self.methods.get((rule.name, written_at[id(l)] + 1)) or (
+                    "broadcast" if op == "join" and self.distribution.get(l.relation) == "broadcast" else "")
                 copy = self.copies.get((rule.name, written_at[id(l)] + 1), "")
                 steps.append(Step(op, l.relation, l.args, l.delta and l.relation == driven_by, keys, method,
                                   copy, span=l.span))

@@ -49,7 +49,8 @@ class Storage:
     keys: Optional[tuple] = None  # primary key positions: a new tuple replaces the old one
     aggregates: tuple = ()  # Aggregation per aggregated column
     partition: tuple = ()  # hash-partitioned on these columns
-    broadcast: bool = False  # replicated to every task
+    broadcast: bool = False  # a join reading it broadcasts it, unless its step names a method
+    replicated: bool = False  # each partition of a partitioned recursion holds a copy (Step.copy)
     located: bool = False  # partitioned on its @ column, `partition`: a location is a partition
     cached: bool = False  # kept in memory once computed
     input: bool = False  # .input: read from outside
@@ -284,6 +285,8 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"partition{_cols(s.partition)}")
     if s.broadcast:
         attrs.append("broadcast")
+    if s.replicated:
+        attrs.append("replicated")
     if s.cached:
         attrs.append("cached")
     if s.input:

@@ -87,6 +87,25 @@ def test_without_stages_the_defaults_apply():
     assert "r2: [every iteration]" in df.to_text()
 
 
+def test_a_broadcast_placement_is_the_join_method_where_no_atom_method_was_chosen():
+    """`distribution=broadcast` on a relation makes the joins that read it broadcast it;
+    an atom whose method a stage (or `.plan rule`) chose keeps that method; `replicated`
+    is shown as such and asks for no broadcast."""
+    text = TC + """
+.plan relation edge(distribution=broadcast)
+"""
+    df = plan(parse_program(text))
+    assert df.relations["edge"].broadcast and "join edge(" in df.to_text()
+    joins = [s for st in df.strata for r in st.init_rules + st.delta_rules for s in r.steps if s.op == "join"]
+    assert joins and all(s.method == "broadcast" for s in joins if s.relation == "edge")
+    chosen = plan(parse_program(text + ".plan rule r2(join2=merge)\n"))
+    assert {s.method for st in chosen.strata for r in st.delta_rules for s in r.steps
+            if s.op == "join" and s.relation == "edge"} == {"merge"}
+    replicated = plan(parse_program(TC + ".plan relation edge(distribution=replicated)\n"))
+    assert replicated.relations["edge"].replicated and not replicated.relations["edge"].broadcast
+    assert "[base replicated" in replicated.to_text() and "[broadcast]" not in replicated.to_text()
+
+
 def test_given_eca_rules_are_taken_as_given():
     text = """
 r1 path(X, Y) :- delta link(X, Y).
