@@ -230,7 +230,7 @@ def measure(spark, c: Compiled, link_df, repeat: int) -> Run:
 
     from pyspark.sql import functions as F
 
-    from evita.runtime.cli_commands import query_frame
+    from evita.runtime.queries import query_frame
     from evita.runtime.engine import run
 
     derived = [n for n, s in c.dataflow.relations.items() if s.kind == "derived"]

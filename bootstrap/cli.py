@@ -211,15 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rewrite the expected blocks of the cases from what the stage does (read them after!)")
     c.set_defaults(func=cmd_test_stage)
 
-    try:
-        from evita.runtime import cli_commands
-    except ImportError:
-        cli_commands = None
-    if cli_commands is not None:
-        import inspect
+    # The runtime's commands; `evita test-suite` (the conformance runner) and `evita
+    # simulate` run programs through them, so they are registered here, beside them.
+    from evita.runtime import cli_commands, conformance, simulate_cli
 
-        extra = (common,) if len(inspect.signature(cli_commands.add_arguments).parameters) > 1 else ()
-        cli_commands.add_arguments(sub, *extra)
+    parents = [common, stage_options()]
+    cli_commands.add_arguments(sub, parents)
+    conformance.add_arguments(sub, parents[:-1])
+    simulate_cli.add_arguments(sub, parents)
     return p
 
 

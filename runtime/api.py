@@ -329,16 +329,16 @@ class Result(Mapping):
 
     @property
     def shown(self) -> list:
-        from .cli_commands import shown_relations
+        from .queries import shown_relations
 
         return shown_relations(self.dataflow)
 
     @property
     def queries(self) -> dict:
         """`query` text -> DataFrame of its answers, columns named after its variables."""
-        from .cli_commands import _atom_text, query_frame
+        from .queries import atom_text, query_frame
 
-        return {_atom_text(q): query_frame(self.engine.relations[q.relation], q) for q in self.dataflow.queries}
+        return {atom_text(q): query_frame(self.engine.relations[q.relation], q) for q in self.dataflow.queries}
 
     def rows(self, relation: str) -> list:
         """The relation's tuples, sorted (one Spark action)."""

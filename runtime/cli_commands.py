@@ -19,15 +19,16 @@ import sys
 import time
 from typing import Optional
 
+from .queries import atom_text, query_frame, query_headers, query_table, shown_relations
+
 from ..bootstrap.diagnostics import plural
 
 PREVIEW_ROWS = 50
 
 
-def add_arguments(subparsers, common=None) -> None:
-    from ..bootstrap.cli import stage_options
-
-    parents = ([common] if common is not None else []) + [stage_options()]
+def add_arguments(subparsers, parents: list) -> None:
+    """The runtime's commands (plan, run, analyze, server, package, ...), each with the
+    common options and the stage options (`parents`)."""
     c = subparsers.add_parser("plan", parents=parents, help="compile a program and show its physical dataflow")
     c.add_argument("program", help="program file (.olg or .dl)")
     c.add_argument("--json", action="store_true", help="JSON instead of the text form")
@@ -61,8 +62,6 @@ def add_arguments(subparsers, common=None) -> None:
                               "every derived relation) to DIR/REL.csv, comma-separated, or DIR/REL.parquet: see "
                               "--format")
     written.add_argument("--format", choices=("csv", "parquet"), default="csv", help="the format of --output")
-    if common is None:
-        c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
     c.add_argument("--stats", action="store_true", help="print Spark actions per stratum iteration")
     c.add_argument("--lenient", action="store_true",
                    help="skip input rows that do not read (wrong column count or type) and count them, "
@@ -85,9 +84,6 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("-F", "--facts-dir", dest="facts_dir", metavar="DIR",
                    help="Soufflé's -F: each .input relation from DIR/REL.facts (tab-separated), or as its "
                         "filename=, delimiter= and headers= say (default: the current directory, as Soufflé)")
-    if common is None:
-        c.add_argument("--master", help="Spark master (default $EVITA_MASTER or local[*])")
-        c.add_argument("--warehouse", help="catalog warehouse directory")
     c.set_defaults(func=cmd_analyze)
 
     c = subparsers.add_parser("package", help="write Evita as a zip for spark-submit --py-files (docs/deploy.md)")
@@ -106,12 +102,6 @@ def add_arguments(subparsers, common=None) -> None:
     c.add_argument("--verbose", action="store_true", help="on a failure, show the Python and Java trace")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress line on the terminal")
     c.set_defaults(func=cmd_server)
-
-    from .conformance import add_arguments as add_test_suite
-    from .simulate_cli import add_arguments as add_simulate
-
-    add_test_suite(subparsers, parents[:-1])
-    add_simulate(subparsers, parents)
 
 
 def cmd_server(args) -> int:
@@ -153,7 +143,7 @@ def cmd_package(args) -> int:
     """`evita package`: the zip spark-submit ships (no Spark started)."""
     import zipfile
 
-    from .session import write_launcher, write_package
+    from .package import write_launcher, write_package
 
     zip_path = write_package(args.output)
     with zipfile.ZipFile(zip_path) as z:
@@ -256,7 +246,7 @@ def cmd_run(args) -> int:
     frames = {name: None if name in held else result.relations[name] for name in shown}
     columns = {name: list(dataflow.relations[name].columns) for name in shown}
     for q in dataflow.queries:
-        key = f"query {_atom_text(q)}"
+        key = f"query {atom_text(q)}"
         columns[key] = query_headers(q, dataflow.relations[q.relation].columns)
         if q.relation in held:
             held[key], frames[key] = query_table(held[q.relation], q), None
@@ -498,79 +488,6 @@ def _num(v) -> str:
     if v is None:
         return ""
     return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
-
-
-def shown_relations(dataflow) -> list:
-    if dataflow.outputs:
-        return list(dataflow.outputs)
-    if dataflow.queries:
-        return []
-    return [n for n, s in dataflow.relations.items() if s.kind == "derived"]
-
-
-def _query_selection(atom) -> tuple:
-    """What a query atom asks of its relation's columns 0, 1, ...: ([(i, j)]: columns
-    that must be equal, a repeated variable; [(i, value)]: a constant's column; the
-    answer's column names where its variables name them, else None)."""
-    from ..bootstrap import syntax as S
-    from ..bootstrap.planner import const_value
-
-    seen: dict = {}
-    equal, fixed = [], []
-    for i, a in enumerate(atom.args):
-        if isinstance(a, S.Var):
-            if a.name in seen:
-                equal.append((i, seen[a.name]))
-            seen.setdefault(a.name, i)
-        elif not isinstance(a, S.Wildcard):
-            fixed.append((i, const_value(a)))
-    names = [a.name if isinstance(a, S.Var) and seen[a.name] == i else None for i, a in enumerate(atom.args)]
-    return equal, fixed, names
-
-
-def query_headers(atom, declared: tuple) -> list:
-    """The column headings of a query's answers: a variable's name; for a constant (or a
-    repeated variable, a wildcard), the relation's declared column name, or, when the
-    relation has none (`materialize`, `define`: columns c0, c1, ... inside), the argument
-    as the query wrote it, never the internal `c0`.
-
-    >>> from evita.bootstrap import syntax as S
-    >>> q = S.Atom("path", (S.Const("node1", S.STRING), S.Var("Y"), S.Wildcard()))
-    >>> query_headers(q, ("c0", "c1", "c2")), query_headers(q, ("src", "dst", "cost"))
-    (['"node1"', 'Y', '_'], ['src', 'Y', 'cost'])
-    """
-    names = _query_selection(atom)[2]
-    return [name or (column if column != f"c{i}" else _atom_text(arg))
-            for i, (name, column, arg) in enumerate(zip(names, declared, atom.args))]
-
-
-def query_frame(df, atom):
-    """Tuples of `df` matching a query atom: its constants and repeated variables; the
-    answer's columns named after the query's variables where it has them."""
-    from pyspark.sql import functions as F
-
-    cols = df.columns
-    equal, fixed, names = _query_selection(atom)
-    for i, j in equal:
-        df = df.where(F.col(cols[i]) == F.col(cols[j]))
-    for i, value in fixed:
-        df = df.where(F.col(cols[i]) == F.lit(value))
-    return df.toDF(*[n or c for n, c in zip(names, cols)])
-
-
-def query_table(table, atom):
-    """`query_frame` over a pandas table the run left on the driver (c0, c1, ...)."""
-    equal, fixed, _ = _query_selection(atom)
-    keep = [table[f"c{i}"] == table[f"c{j}"] for i, j in equal] + [table[f"c{i}"] == v for i, v in fixed]
-    for k in keep[1:]:
-        keep[0] = keep[0] & k
-    return table[keep[0].to_numpy()].reset_index(drop=True) if keep else table
-
-
-def _atom_text(a) -> str:
-    from .dataflow import term_text
-
-    return term_text(a)
 
 
 def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None,

@@ -58,27 +58,6 @@ def address(url: str):
         return None
 
 
-def remote_to_use(remote: str | None, master: str | None, warehouse):
-    """The Connect URL to use and where it was given, or (None, None): start Spark here."""
-    from ..bootstrap.syntax import Span
-    from .inputs import COMMAND_LINE
-
-    if remote:
-        return normalized(remote), COMMAND_LINE
-    if master:
-        return None, None
-    if os.environ.get("EVITA_REMOTE"):
-        return normalized(os.environ["EVITA_REMOTE"]), Span("$EVITA_REMOTE", 0, 0)
-    if os.environ.get("EVITA_MASTER") or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return None, None
-    from .server import running
-
-    server = running(warehouse)
-    if server is not None:
-        return server["url"], Span(server["file"], 0, 0)
-    return None, None
-
-
 def check_remote(url: str, where) -> None:
     """error[remote-unreachable] unless the server's port accepts a connection: the
     Connect client would otherwise retry for minutes before it says anything."""
@@ -160,7 +139,7 @@ def connect_session(url: str, where):
 
 def ship_package_remote(spark) -> None:
     """Give the server's Python workers Evita for this session (once per session)."""
-    from .session import imported_from_zip, package_zip
+    from .package import imported_from_zip, package_zip
 
     key = getattr(spark, "session_id", None) or id(spark)
     if key in _shipped:

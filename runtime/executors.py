@@ -45,11 +45,8 @@ def ever_had_executors(sc) -> bool:
         return False
 
 
-def watch(spark) -> None:
-    """Start the watcher for this SparkContext (once)."""
-    from .session import spark_context
-
-    sc = spark_context(spark)
+def watch(sc) -> None:
+    """Start the watcher for this SparkContext (once; None, over Spark Connect: nothing)."""
     if sc is None or not sc.master.startswith("spark://") or id(sc) in _watched:
         return
     _watched.add(id(sc))

@@ -64,7 +64,7 @@ def spark_asked_for(args) -> Optional[str]:
 def why_not_here(args) -> Optional[str]:
     """Why this `evita run` runs on Spark, from its command line and environment; None
     when it may run here (its inputs and rules decide the rest)."""
-    from .connect import remote_to_use
+    from .server import remote_to_use
     from .session import warehouse_dir
 
     asked = spark_asked_for(args)

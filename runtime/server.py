@@ -5,7 +5,7 @@ of `evita catalog` or `evita sql`. The server is a Spark Connect server (the pys
 package's `sbin/start-connect-server.sh`, `SPARK_HOME` pointed at the package) with the
 catalog warehouse attached; while it runs, commands on the same warehouse find it
 through `WAREHOUSE/evita-server.json` and connect to it instead of starting Spark
-(`connect.remote_to_use`). `--master` or `$EVITA_MASTER` on a command bypasses it.
+(`remote_to_use`). `--master` or `$EVITA_MASTER` on a command bypasses it.
 
 The server runs in a process group of its own (the launcher scripts, the JVM and the
 Python workers it starts); `stop` ends that group. Its log is `WAREHOUSE/evita-server/
@@ -117,6 +117,28 @@ def running(warehouse) -> dict | None:
     if not state or not _group_alive(state["pgid"]) or not _answers(state["port"]):
         return None
     return dict(state, file=str(state_file))
+
+
+def remote_to_use(remote: str | None, master: str | None, warehouse):
+    """The Connect URL a command uses and where it was given: `--remote`, else
+    $EVITA_REMOTE, else the server started for this warehouse (unless a master is
+    asked for); (None, None): start Spark here."""
+    from ..bootstrap.syntax import Span
+    from .connect import normalized
+    from .inputs import COMMAND_LINE
+
+    if remote:
+        return normalized(remote), COMMAND_LINE
+    if master:
+        return None, None
+    if os.environ.get("EVITA_REMOTE"):
+        return normalized(os.environ["EVITA_REMOTE"]), Span("$EVITA_REMOTE", 0, 0)
+    if os.environ.get("EVITA_MASTER") or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None, None
+    server = running(warehouse)
+    if server is not None:
+        return server["url"], Span(server["file"], 0, 0)
+    return None, None
 
 
 def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory: str | None = None,

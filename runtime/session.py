@@ -14,6 +14,8 @@ import time
 import warnings
 from pathlib import Path
 
+from .package import imported_from_zip, package_zip
+
 DEFAULT_MASTER = "local[*]"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -40,7 +42,8 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     asks for no master unless told one, sets its tuning defaults only where spark-submit
     gave none, and leaves the executors' Python to `spark.pyspark.python`/`PYSPARK_PYTHON`.
     The warehouse is always Evita's (`--warehouse`, `$EVITA_WAREHOUSE`)."""
-    from .connect import connect_session, remote_to_use
+    from .connect import connect_session
+    from .server import remote_to_use
 
     url, where = remote_to_use(remote, master, warehouse_dir(warehouse))
     if url is not None:
@@ -92,7 +95,7 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         spark.sparkContext.pythonExec = python
     from .executors import watch
 
-    watch(spark)  # on a cluster: no executor left means an error, not a wait without end
+    watch(spark_context(spark))  # on a cluster: no executor left means an error, not a wait without end
     return spark
 
 
@@ -379,141 +382,12 @@ def _master_watched(master: str | None, where):
 
 # ---------------------------------------------------------------- Evita on the executors
 
-_PACKAGE_FILES = (".py", ".dl", ".lark", ".properties")
-_PACKAGE_DIRS = ("bootstrap", "catalog", "runtime", "stages")  # pyproject's packages, under the root
-_zip: Path | None = None
 _shipped: set = set()
 
 
 def is_local(master: str) -> bool:
     """Does this master run the executors inside the driver's JVM (so they see its Python path)?"""
     return master.startswith("local") and not master.startswith("local-cluster")
-
-
-def _package_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def imported_from_zip() -> Path | None:
-    """The zip this process imports Evita from (`spark-submit --py-files evita.zip`), else None."""
-    root = _package_root()
-    if root.is_dir():
-        return None
-    for p in root.parents:
-        if p.is_file():
-            return p
-    return None
-
-
-def package_bytes() -> bytes:
-    """The `evita` package this process runs (what pip installed, or a checkout) as a zip
-    with `evita/` at its top, the bytes fixed by the sources (no timestamps)."""
-    import io
-    import zipfile
-
-    inside = imported_from_zip()
-    if inside is not None:  # running from a shipped zip already: that zip is the package
-        return inside.read_bytes()
-    root = _package_root()
-    files = sorted(p for p in root.glob("*") if p.is_file() and p.suffix in _PACKAGE_FILES)
-    for d in _PACKAGE_DIRS:
-        files += sorted(p for p in (root / d).rglob("*") if p.is_file() and p.suffix in _PACKAGE_FILES
-                        and "__pycache__" not in p.parts)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in files:  # fixed timestamps: the same sources give the same bytes, hence the same name
-            info = zipfile.ZipInfo(f"evita/{p.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, p.read_bytes())
-    return buf.getvalue()
-
-
-def write_package(output: str | os.PathLike) -> Path:
-    """Write the package zip to `output` (`evita package`): the file to give
-    `spark-submit --py-files` (or `spark.submit.pyFiles`) for a driver Evita does not start."""
-    target = Path(output)
-    if target.parent != Path(""):
-        target.parent.mkdir(parents=True, exist_ok=True)
-    from ..catalog.fs import Loc
-
-    Loc.of(target).write_atomically(package_bytes())
-    return target
-
-
-LAUNCHER = '''"""Evita's command line under spark-submit (written by `evita package --launcher`):
-
-    spark-submit --master MASTER --py-files evita.zip evita_main.py run PROGRAM [options]
-
-The arguments after this file are `evita`'s. Evita reads its grammar and stages as files,
-so when the driver has no installed `evita` and imports it from the zip (cluster deploy
-mode), the zip is unpacked into a temporary folder first.
-"""
-import atexit
-import os
-import shutil
-import sys
-import tempfile
-import zipfile
-
-
-def _unpacked():
-    for entry in list(sys.path):
-        if entry.endswith(".zip") and os.path.isfile(entry):
-            with zipfile.ZipFile(entry) as z:
-                if "evita/__init__.py" in z.namelist():
-                    target = tempfile.mkdtemp(prefix="evita-driver-")
-                    atexit.register(shutil.rmtree, target, True)
-                    z.extractall(target)
-                    return target
-    return None
-
-
-try:
-    import evita
-    installed = bool(getattr(evita, "__file__", None)) and os.path.isdir(os.path.dirname(evita.__file__))
-except ImportError:
-    installed = False
-if not installed:
-    folder = _unpacked()
-    if folder is None:
-        sys.exit("evita_main.py: no evita package: give spark-submit --py-files evita.zip (evita package)")
-    for name in [m for m in sys.modules if m == "evita" or m.startswith("evita.")]:
-        del sys.modules[name]
-    sys.path.insert(0, folder)
-
-from evita.bootstrap.cli import main  # noqa: E402
-
-sys.exit(main(sys.argv[1:]))
-'''
-
-
-def write_launcher(output: str | os.PathLike) -> Path:
-    """Write `LAUNCHER`, the Python file spark-submit runs as the application."""
-    target = Path(output)
-    if target.parent != Path(""):
-        target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(LAUNCHER)
-    return target
-
-
-def package_zip() -> Path:
-    """The package's zip (`package_bytes`), written once per process, named by its content
-    hash (EVITA_PYFILES_DIR, default the temp dir)."""
-    global _zip
-    if _zip is not None and _zip.exists():
-        return _zip
-    import hashlib
-
-    data = package_bytes()
-    out_dir = Path(os.environ.get("EVITA_PYFILES_DIR") or tempfile.gettempdir()) / "evita-pyfiles"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"evita-{hashlib.sha256(data).hexdigest()[:16]}.zip"
-    if not target.exists():
-        from ..catalog.fs import Loc
-
-        Loc.of(target).write_atomically(data)
-    _zip = target
-    return target
 
 
 def ship_package(spark) -> None:

@@ -192,7 +192,7 @@ def test_query_previews_from_the_driver_select_what_spark_selects(spark):
     import pandas as pd
 
     from evita.bootstrap import syntax as S
-    from evita.runtime.cli_commands import query_frame, query_table
+    from evita.runtime.queries import query_frame, query_table
 
     table = pd.DataFrame({"c0": ["a", "a", "b", "a"], "c1": [1, 2, 2, 3], "c2": [1, 5, 2, 3]})
     frame = spark.createDataFrame(table)

@@ -162,7 +162,7 @@ def test_a_port_that_is_not_a_connect_server(tmp_path, monkeypatch, capsys):
 def test_which_spark_a_command_uses(tmp_path, monkeypatch):
     """--remote, then --master, then $EVITA_REMOTE, then $EVITA_MASTER, then the
     warehouse's server (none runs here: Spark starts in the process)."""
-    from evita.runtime.connect import remote_to_use
+    from evita.runtime.server import remote_to_use
 
     for var in ("EVITA_REMOTE", "EVITA_MASTER", "PYSPARK_GATEWAY_PORT"):
         monkeypatch.delenv(var, raising=False)

@@ -25,7 +25,7 @@ from evita.bootstrap.planner import plan
 from evita.catalog.decode import decode
 from evita.catalog.encode import encode
 from evita.catalog.printer import format_program, format_rule
-from evita.runtime.cli_commands import query_frame
+from evita.runtime.queries import query_frame
 from evita.runtime.engine import run
 from evita.runtime.io import gather_inputs
 
