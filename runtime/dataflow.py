@@ -58,6 +58,10 @@ class Storage:
     # Soufflé's `.limitsize R(n=N)`: the recursion deriving it stops at the end of the
     # first round after which it holds N tuples or more (its stratum is its SCC alone)
     limit: Optional[int] = None
+    # Soufflé's subsumption: the helper relation whose rules (in this relation's stratum)
+    # derive the tuples another tuple dominates; they are removed after the stratum's
+    # start and after every round (`semantics.subsume`)
+    dominated: Optional[str] = None
 
     @property
     def location(self) -> Optional[int]:
@@ -278,6 +282,8 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"{a.func}<#{a.column}>" + (" premappable" if a.premappable else ""))
     if s.limit is not None:
         attrs.append(f"limit {s.limit}")
+    if s.dominated is not None:
+        attrs.append(f"subsumed by {s.dominated}")
     if s.located:
         attrs.append(f"located{_cols(s.partition)}")
     elif s.partition:
