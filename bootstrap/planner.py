@@ -90,7 +90,9 @@ class _Planner:
             heads[G.head_of(r)].append(r)
         graph = G.dependency_graph(rules)
         pruning = self.subsumption(relations, graph)
-        sccs = G.components([n for n in relations if n in heads and n not in pruning], graph)
+        # a relation with subsumption gets a stratum even when only facts or inputs fill it
+        sccs = G.components([n for n in relations if (n in heads or relations[n].dominated) and n not in pruning],
+                            graph)
         scc_of = {n: i for i, comp in enumerate(sccs) for n in comp}
         for comp in sccs:
             for name in G.premappable(comp, graph, shapes):
@@ -138,6 +140,7 @@ class _Planner:
                     and params.get("made_for") in relations:
                 pruning[p.name] = params["made_for"]
                 relations[params["made_for"]].dominated = p.name
+                relations[params["made_for"]].kind = "derived"  # what remains of its facts and inputs
         for helper, target in pruning.items():
             graph[target] = list(graph.get(target, ())) + [e for e in graph.get(helper, ()) if e[0] != target]
         return pruning

@@ -257,8 +257,12 @@ class Dataflow:
                            f"{st.rounds.local_iterations})")
             for r in st.init_rules:
                 out.append("    " + _rule_text(r, "init"))
+            pruned = {self.relations[n].dominated: n for n in st.relations if self.relations[n].dominated}
             for r in st.delta_rules:
-                out.append("    " + _rule_text(r, f"on Δ{r.driven_by}" if r.driven_by else "every iteration"))
+                trigger = f"on Δ{r.driven_by}" if r.driven_by else \
+                    f"removed from {pruned[r.head]} after the start and every round" if r.head in pruned else \
+                    "every iteration"
+                out.append("    " + _rule_text(r, trigger))
             out.append("  }")
         for q in self.queries:
             out.append(f"  query {_atom_text(q)}")

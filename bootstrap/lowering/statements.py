@@ -94,6 +94,7 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
         self.label_prefix = ""  # for the labels of unlabelled rules (`rule7`): an included file's name
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
         self.subsumed: dict = {}  # helper relation of dominated tuples -> the relation it prunes
+        self.comp_depth = 0  # inside how many Soufflé `.comp` bodies
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
 
@@ -142,8 +143,10 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
                 self._statement(s, item.name, out)
         elif isinstance(item, CompDecl):
             body: list = []
+            self.comp_depth += 1
             for s in item.body:
                 self._statement(s, component, body)
+            self.comp_depth -= 1
             if self.souffle:  # helper relations of its aggregates belong to each instance
                 body = self.declare_helpers(body)
             out.append(replace(item, body=tuple(body)))

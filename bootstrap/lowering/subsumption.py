@@ -43,7 +43,7 @@ class SubsumptionLowering:
 
     def _subsumption(self, c: Clause, component, out):
         left, right = c.head, c.dominating
-        if component is not None:
+        if component is not None or self.comp_depth:
             self.error("syntax", "subsumption inside a component is not supported yet", c.span, "<=",
                        "write the subsumptive rule outside the .comp, over the instance's relation (g.R)")
             return
