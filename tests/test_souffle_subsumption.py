@@ -135,7 +135,6 @@ def test_on_the_spark_loop_it_agrees_with_the_oracle(spark):
     _, result = run_planned(spark, text, "s.dl", "sql")
     assert result.tuples(["dist", "span"]) == {"dist": dijkstra(edges, 0), "span": KNOWN[0][2]}
     assert {s.mode for s in result.stats if s.iteration} == {"sql"}
-    print([(s.stratum, s.iteration, s.actions, round(s.seconds, 1)) for s in result.stats])
 
 
 def test_evita_run_compiles_it_through_the_stages_in_process(tmp_path, capsys):
