@@ -509,6 +509,14 @@ class _Builder(Transformer):
                    for i, head in enumerate(heads)]
         return clauses[0] if len(clauses) == 1 else clauses
 
+    def subsume_clause(self, meta, ch):
+        """`dominated <= dominating :- body.` (Soufflé's subsumption; lowered in
+        `lowering/subsumption.py`)."""
+        words = [c for c in ch if isinstance(c, Token) and c.type == "NAME"]
+        head, dominating = [c for c in ch if isinstance(c, RawCall)][:2]
+        body = flatten(next(c for c in ch if isinstance(c, list)))
+        return Clause(words, head, None, body, self._span(meta), dominating)
+
     def bound(self, meta, ch):
         tok = ch[0]
         if tok.type == "NAME":

@@ -89,7 +89,10 @@ class _Planner:
         for r in rules:
             heads[G.head_of(r)].append(r)
         graph = G.dependency_graph(rules)
-        sccs = G.components([n for n in relations if n in heads], graph)
+        pruning = self.subsumption(relations, graph)
+        # a relation with subsumption gets a stratum even when only facts or inputs fill it
+        sccs = G.components([n for n in relations if (n in heads or relations[n].dominated) and n not in pruning],
+                            graph)
         scc_of = {n: i for i, comp in enumerate(sccs) for n in comp}
         for comp in sccs:
             for name in G.premappable(comp, graph, shapes):
@@ -112,15 +115,35 @@ class _Planner:
         for lv, alone in sorted({(lv, i if i in limited else -1) for i, lv in level.items()}):
             members = sorted((n for i, comp in enumerate(sccs) if level[i] == lv and (i == alone or alone < 0
                               and i not in limited) for n in comp), key=order.index)
-            recursive = any(G.is_recursive(sccs[scc_of[n]], graph) for n in members)
+            # a relation with subsumption is pruned after its start too: a fixpoint, maybe of no rounds
+            recursive = any(G.is_recursive(sccs[scc_of[n]], graph) or relations[n].dominated for n in members)
             strata.append(self.stratum(len(strata), members, recursive, heads, relations))
         for st in strata:
             for n in st.relations:
                 relations[n].stratum = st.index
+                if relations[n].dominated:
+                    relations[relations[n].dominated].stratum = st.index
         facts = self.facts(prog, relations)
         self.raise_if_failed()
         queries = tuple(q.atom for q in prog.of(S.Query))
         return Dataflow(prog.name, relations, facts, strata, queries, deferred)
+
+    def subsumption(self, relations: dict, graph: dict) -> dict:
+        """Soufflé's subsumption (`lowering/subsumption.py`): helper relation -> the relation
+        it prunes, from `.plan relation D(role=dominated, made_for=R)`. Each R learns its
+        helper (`Storage.dominated`); the helper's rules run in R's stratum (`stratum`),
+        so what their bodies read besides R comes before R (edges of `graph`)."""
+        pruning = {}
+        for p in self.program.of(S.Plan):
+            params = dict(p.params)
+            if p.kind == "relation" and params.get("role") == "dominated" and p.name in relations \
+                    and params.get("made_for") in relations:
+                pruning[p.name] = params["made_for"]
+                relations[params["made_for"]].dominated = p.name
+                relations[params["made_for"]].kind = "derived"  # what remains of its facts and inputs
+        for helper, target in pruning.items():
+            graph[target] = list(graph.get(target, ())) + [e for e in graph.get(helper, ()) if e[0] != target]
+        return pruning
 
     # ------------------------------------------------------------ relations
 
@@ -200,6 +223,8 @@ class _Planner:
                     delta.append(self.rule_plan(rule, None, relations))
                 else:  # reads lower strata only (a delta there is the whole relation): once
                     init.append(self.rule_plan(rule, None, relations))
+            if relations[name].dominated:  # its dominated tuples: asked after the start and every round
+                delta += [self.rule_plan(rule, None, relations) for rule in heads[relations[name].dominated]]
         st = Stratum(index, tuple(members), recursive, tuple(init), tuple(delta))
         chosen = [(self.strategy[n], n) for n in members if n in self.strategy]
         # A level of independent recursions is one stratum (above: the planner's grouping,

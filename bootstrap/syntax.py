@@ -288,8 +288,9 @@ JOIN_METHODS = ("broadcast", "shuffle_hash", "merge", "nested")
 WHOLE = "whole"  # predicate.copy: every partition holds all of the relation (else a column number)
 DISTRIBUTIONS = ("partitioned", "replicated", "broadcast", "located")
 # `.plan relation leader_2_batch(role=batch, made_for=leader_2)`: a relation a stage made for
-# a component it rewrote, and what it is there (catalog columns relation.role, made_for)
-ROLES = ("batch", "seal", "held")
+# a component it rewrote, and what it is there (catalog columns relation.role, made_for);
+# `dominated`: the tuples of relation made_for that a subsumptive rule removes (lowering/subsumption.py)
+ROLES = ("batch", "seal", "held", "dominated")
 # `.plan statistics edge(rows=4000, distinct0=2000)`: what the cost-based stages know of a
 # relation's data (catalog table `statistic`), in text so cases and goldens can state it.
 # Key (with the column after it, but for rows) -> metric.

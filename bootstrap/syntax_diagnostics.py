@@ -227,6 +227,187 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
         what = "record types" if rest[0] == "[" else "algebraic data types"
         return Diagnostic("syntax", f"{what} are not supported yet", span, rest[0],
                           "declare the columns with primitive types or .type NAME <: number/symbol")
+    if rest.startswith("-domain") and text[:offset].endswith("choice") and ".decl" in text[:offset]:
+        return text.rfind(".decl", 0, offset), offset + len(rest.split("\n", 1)[0])
+    return None
+
+
+def _past_groups(text: str, offset: int) -> int:
+    """The end of the bracketed groups from `offset` on: `{ ... }`, then `| B { ... }` ...
+    (an ADT's branches), strings and comments skipped."""
+    depth, i, seen = 0, offset, False
+    while i < len(text):
+        m = _SCAN.match(text, i)
+        if m and m.group()[0] in '"/':
+            i = m.end()
+            continue
+        ch = text[i]
+        if ch in "{[":
+            depth, seen = depth + 1, True
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                after = re.match(r"\s*(\|\s*\w+\s*)?", text[i + 1:])
+                if not after.group(1):
+                    return i + 1
+                i += 1 + after.end()
+                continue
+        i += 1
+    return len(text) if seen else offset + 1
+
+
+def stopped_note(text: str, path: str, offset: int) -> Diagnostic:
+    """Says that checking stopped at the cap, so that a file of noise does not look
+    like a file with exactly 20 mistakes."""
+    line = text.count("\n", 0, offset) + 1
+    rest = text.count("\n", offset) + (0 if text.endswith("\n") else 1)
+    return Diagnostic("error-limit", f"stopped after {MAX_SYNTAX_ERRORS} errors; {plural(rest, 'more line')} not checked",
+                      Span(path, line, 1), "", "fix the errors above and run again", severity="note")
+
+
+def error_offset(e: UnexpectedInput, text: str) -> int:
+    if isinstance(e, UnexpectedCharacters):
+        return e.pos_in_stream
+    tok = getattr(e, "token", None)
+    if tok is None or tok.type == "$END" or tok.start_pos is None:
+        return len(text)
+    return tok.start_pos
+
+
+_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*.*?(?:\*/|\Z)|\.(?=\s|\Z)|[{}]', re.S)
+
+
+def _open_braces(text: str, offset: int) -> int:
+    """How many `{` before `offset` are not closed (strings and comments skipped)."""
+    depth = 0
+    for m in _SCAN.finditer(text, 0, offset):
+        depth += {"{": 1, "}": -1}.get(m.group(), 0)
+    return depth
+
+
+def _statement_region(text: str, offset: int):
+    """(start, end) of the statement around `offset`, or None when blanking cannot help."""
+    if offset >= len(text.rstrip()):
+        return None  # the error is at the end: nothing after it to recover
+    lo = 0
+    hi = None
+    depth = 0  # of the braces open before the error
+    for m in _SCAN.finditer(text):
+        tok = m.group()
+        if tok[0] in '"/':
+            continue
+        if m.start() < offset:
+            lo = m.end()  # after the last '.', '{' or '}' before the error
+            depth += {"{": 1, "}": -1}.get(tok, 0)
+        elif tok == ".":
+            hi = m.end()
+            break
+        else:  # a brace after the error closes (or opens) the enclosing block: stop before it
+            # (a '}' the error is at is kept too when it closes a block: `r(1) }`)
+            hi = m.start() if m.start() > offset or (tok == "}" and depth > 0 and m.start() > lo) else m.end()
+            break
+    if hi is None:
+        hi = len(text)
+    if not lo <= offset < hi:
+        return None
+    return lo, hi
+
+
+# ---------------------------------------------------------------- syntax errors in plain words
+
+_WORDS = {
+    "_DOT": "'.'", "_COMMA": "','", "_SEMI": "';'", "_IF": "':-'", "_ASSIGN": "':='",
+    "_LPAR": "'('", "_RPAR": "')'", "_LSQB": "'['", "_RSQB": "']'", "_LBRACE": "'{'",
+    "_RBRACE": "'}'", "AT": "'@'", "COLON": "':'", "DCOLON": "'::'", "NAME": "a name", "DOTTED": "a name",
+    "INT": "a number", "STRING": "a string",
+    "QUALIFIER": "a relation qualifier", "AGG_OPEN": "an aggregate such as min<C>",
+    "$END": "the end of the file",
+}
+_STATEMENT_START = {"COMPONENT", "MATERIALIZE", "DEFINE", "DECL", "INPUT", "OUTPUT", "PRINTSIZE", "PLAN", "TYPE",
+                    "OLD_TYPE", "COMP", "INIT", "OVERRIDE"}
+_OPERATORS = {"QMARK", "OROR", "ANDAND", "EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ", "PLUS",
+              "MINUS", "STAR", "SLASH", "PERCENT", "CARET", "POWER",
+              "LOR", "LXOR", "LAND", "BOR", "BXOR", "BAND", "BSHL", "BSHR", "BSHRU"}
+_COMPARISONS = {"EQEQ", "NEQ", "LE", "GE", "LT", "GT", "EQ"}
+_NUMBERS = {"INT", "FLOAT", "HEX_INT", "BIN_INT", "UNSIGNED_INT", "IPV4"}
+_TERM_START = {"NAME", "STRING", "_LSQB", "_LPAR", "MINUS", "BANG", "BNOT", "LNOT"} | _NUMBERS
+# implied by the words we print for their neighbours ("a number" stands for every notation)
+_NOISE = {"AGG_COUNT", "AGG_FN", "DOTTED"} | (_NUMBERS - {"INT"})  # DOTTED: "a name" says it
+
+
+def _found(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type == "NAME":
+        return f"name '{token.value}'"
+    if token.type in _NUMBERS:
+        return f"number {token.value}"
+    if token.type == "STRING":
+        return f"string {token.value}"
+    return f"'{token.value}'"
+
+
+def _expected(expected: set, literal_start: bool = False) -> str:
+    """A short list of what would have been accepted, in the user's terms."""
+    exp = set(expected) - _NOISE
+    parts: list = []
+    if "_DOT" in exp and "_IF" in exp:  # after a head (a `,` there starts another head)
+        parts.append("':-' to start a rule body or '.' to end the fact")
+        exp -= {"_DOT", "_IF", "AT", "_COMMA"}
+    elif "_DOT" in exp and ("_COMMA" in exp or "_SEMI" in exp):
+        parts.append("',' before another literal or '.' to end the rule")
+        exp -= {"_DOT", "_COMMA", "_SEMI"}
+    if "NAME" in exp and exp & _STATEMENT_START:
+        parts.append("a statement (a rule, a fact or a declaration)")
+        exp -= {"NAME"} | _STATEMENT_START
+    if {"NAME", "INT", "STRING"} <= exp:
+        parts.append("an atom or a term" if literal_start else "a term")
+        exp -= _TERM_START | {"AT", "AGG_OPEN"}
+    if parts:  # operators could always continue an expression: not worth listing then
+        exp -= _OPERATORS
+    for name in sorted(exp, key=lambda n: (n in _OPERATORS, n)):
+        word = _WORDS.get(name) or ("an operator" if name in _OPERATORS else name.lower())
+        if word not in parts:
+            parts.append(word)
+    if not parts:
+        return "something else"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def _previous_token_end(text: str, offset: int) -> tuple:
+    """(line, col) of the last non-blank, non-comment character before `offset`."""
+    head = re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group()), text[:offset],
+                  flags=re.S).rstrip()
+    if not head:
+        return 1, 0
+    line = head.count("\n") + 1
+    return line, len(head) - (head.rfind("\n") + 1)
+
+
+def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> Optional[Diagnostic]:
+    """Mistakes best recognized from the text itself, whatever lark made of them."""
+    rest = text[offset:]
+    span = Span(path, line, col, line, col + 1)
+    ch = rest[:1]
+    if ch == '"' and not re.match(r'"(?:[^"\\\n]|\\.)*"', rest):
+        return Diagnostic("syntax", "unterminated string", span, rest.split("\n", 1)[0],
+                          "close the string with '\"' on the same line; write \\\" for a quote inside it")
+    if rest.startswith("/*") and "*/" not in rest:
+        return Diagnostic("syntax", "unterminated comment", span, "/*", "close the comment with '*/'")
+    if ch in _QUOTES:
+        return Diagnostic("syntax", f"unexpected character {ch!r}", span, ch, _QUOTES[ch])
+    directive = re.match(r"\.[A-Za-z_]+", rest)
+    if directive and directive.group() not in _DIRECTIVES:
+        word = directive.group()
+        what = f"{word} ({_NOT_YET[word]}) is not supported yet" if word in _NOT_YET \
+            else f"unknown directive {word}"
+        return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
+                          word, "supported directives: " + ", ".join(_DIRECTIVES))
+    if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
+                                                 text[:offset].rsplit("\n", 1)[-1]):
+        what = "record types" if rest[0] == "[" else "algebraic data types"
+        return Diagnostic("syntax", f"{what} are not supported yet", span, rest[0],
+                          "declare the columns with primitive types or .type NAME <: number/symbol")
     if rest.startswith("<=") and re.search(r"(?:^|[.}])\s*(?:\w+\s+)?[\w.:]+\s*\([^.]*\)\s*$", text[:offset]):
         return Diagnostic("syntax", "subsumption (a <= rule) is not supported yet", Span(path, line, col, line, col + 2),
                           "<=", "keep the dominated tuples, or choose the best per group with a min/max aggregate")

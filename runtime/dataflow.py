@@ -59,6 +59,10 @@ class Storage:
     # Soufflé's `.limitsize R(n=N)`: the recursion deriving it stops at the end of the
     # first round after which it holds N tuples or more (its stratum is its SCC alone)
     limit: Optional[int] = None
+    # Soufflé's subsumption: the helper relation whose rules (in this relation's stratum)
+    # derive the tuples another tuple dominates; they are removed after the stratum's
+    # start and after every round (`semantics.subsume`)
+    dominated: Optional[str] = None
 
     @property
     def location(self) -> Optional[int]:
@@ -254,8 +258,12 @@ class Dataflow:
                            f"{st.rounds.local_iterations})")
             for r in st.init_rules:
                 out.append("    " + _rule_text(r, "init"))
+            pruned = {self.relations[n].dominated: n for n in st.relations if self.relations[n].dominated}
             for r in st.delta_rules:
-                out.append("    " + _rule_text(r, f"on Δ{r.driven_by}" if r.driven_by else "every iteration"))
+                trigger = f"on Δ{r.driven_by}" if r.driven_by else \
+                    f"removed from {pruned[r.head]} after the start and every round" if r.head in pruned else \
+                    "every iteration"
+                out.append("    " + _rule_text(r, trigger))
             out.append("  }")
         for q in self.queries:
             out.append(f"  query {_atom_text(q)}")
@@ -279,6 +287,8 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"{a.func}<#{a.column}>" + (" premappable" if a.premappable else ""))
     if s.limit is not None:
         attrs.append(f"limit {s.limit}")
+    if s.dominated is not None:
+        attrs.append(f"subsumed by {s.dominated}")
     if s.located:
         attrs.append(f"located{_cols(s.partition)}")
     elif s.partition:

@@ -741,7 +741,7 @@ class _Engine:
             for name in sorted(reads):
                 self.full[name], self.sizes[name] = self.materialize(self.full[name]), 1
             if not any(self.df.relations[n].aggregates or self.df.relations[n].keys is not None
-                       for n in st.relations):
+                       or self.df.relations[n].dominated for n in st.relations):  # sets only: a CTE over deltas
                 return self.run_recursive_sql(st)
         self._stratum = st
         t0 = time.perf_counter()

@@ -14,6 +14,10 @@ Semantics it pins down (the runtime must agree):
   seal<X> is no aggregate here: X's value (a sealed batch lands whole, and all at once);
 - min/max inside recursion follow PreM: the constraint is applied after every step;
 - `delete` rules remove their tuples after the fixpoint (deferred deletion);
+- subsumption (a helper relation with `.plan relation D(role=dominated, made_for=R)`,
+  `bootstrap/lowering/subsumption.py`): D's rules, over the database as it stands, name
+  the tuples of R to remove, at the start of R's stratum and after every round; they all
+  go at once;
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
 - `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
   `/` on two whole numbers truncates toward zero, and by zero derives nothing;
@@ -25,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from dataclasses import replace
 
 from evita.bootstrap import builtins as B
 from evita.bootstrap import ranges
@@ -48,11 +53,18 @@ def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 1
     for rel, rows in (inputs or {}).items():
         db[rel] |= {tuple(r) for r in rows}
     rules = [r for r in program.rules if r.time != "next"]
-    strata = _stratify(rules)
+    pruning = _pruning(program)
+    dominating = [r for r in rules if r.head.relation in pruning]
+    rules = [r for r in rules if r.head.relation not in pruning]
+    # what a relation's subsumption reads comes before it: its rules, read as R's
+    strata = _stratify(rules + [replace(r, head=replace(r.head, relation=pruning[r.head.relation]))
+                                for r in dominating])
     deletions: dict = defaultdict(set)
     for level in sorted(set(strata.values())):
         rs = [r for r in rules if strata[_head(r)] == level]
-        _fixpoint(rs, db, deletions, max_rounds)
+        pruned = {rel: [r for r in dominating if pruning[r.head.relation] == rel]
+                  for rel in set(pruning.values()) if strata.get(rel) == level}
+        _fixpoint(rs, db, deletions, max_rounds, pruned)
     for rel, gone in deletions.items():
         db[rel] -= gone
     return dict(db)
@@ -103,11 +115,31 @@ def _stratify(rules: list) -> dict:
     raise Unstratifiable("no stratification")
 
 
-def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int):
+def _pruning(program: S.Program) -> dict:
+    """Subsumption's helper relations -> the relation each prunes."""
+    out = {}
+    for p in program.of(S.Plan):
+        params = dict(p.params)
+        if p.kind == "relation" and params.get("role") == "dominated":
+            out[p.name] = params["made_for"]
+    return out
+
+
+def _prune(pruned: dict, db: dict) -> None:
+    """Remove the dominated tuples, every relation's judged before any goes."""
+    gone = {rel: {row for r in rs for row in _rule_rows(r, db)} for rel, rs in pruned.items()}
+    for rel, rows in gone.items():
+        db[rel] = db.get(rel, set()) - rows
+
+
+def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int, pruned: dict | None = None):
+    pruned = pruned or {}
+    _prune(pruned, db)
     by_head = defaultdict(list)
     for r in rules:
         by_head[_head(r)].append(r)
     for _ in range(max_rounds):
+        before = {rel: set(db.get(rel, set())) for rel in pruned}
         derived = {}
         for h, rs in by_head.items():
             rows: list = []
@@ -127,7 +159,9 @@ def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int):
             new = rows if agg else old | rows
             if new != old:
                 db[h] = new
-                changed = True
+                changed = changed or h not in pruned  # a pruned relation: judged after pruning
+        _prune(pruned, db)
+        changed = changed or any(db.get(rel, set()) != was for rel, was in before.items())
         if not changed:
             return
     raise RuntimeError("oracle: no fixpoint")

@@ -28,6 +28,15 @@ rules derived this round, `full` the relation so far:
     grouped    delta = aggregate(cand), where new or better than full   full = full, delta replacing its groups
     keyed      delta = greatest per key(cand) - full                full = full, delta replacing its keys
 
+Soufflé's subsumption (`Storage.dominated`, a set relation): the rules of a helper
+relation derive the tuples another tuple dominates (`bootstrap/lowering/subsumption.py`);
+`subsume` removes them from the relation and its delta, judged all at once against
+the relation as it stands, after the stratum's start and after every round. So a
+dominated tuple never drives a round, and the loop stops when a round's new tuples are
+all dominated. A tuple removed may be derived again: it is new then, and judged again
+(so a subsumptive relation's delta is found against what it holds, not against every
+tuple ever seen).
+
 A recursive stratum (`fixpoint`) runs rounds while a relation that a delta rule derives
 gained tuples. Soufflé's `.limitsize R(n=N)` stops it before a round once R holds N
 tuples (the round that reached N is kept whole). More rounds than the iteration limit is
@@ -183,6 +192,8 @@ def combine(tables: Tables, s: Storage, parts: list):
 def new_delta(tables: Tables, s: Storage, full, cand):
     """What this round's derivations `cand` (a bag from `Tables.union`) add to `full`."""
     k = kind(s)
+    if k == "set" and s.dominated:  # a tuple subsumption removed may come back: judged again
+        return tables.minus(s, tables.distinct(s, cand), full)
     if k == "set":
         return tables.new_tuples(s, full, cand)
     if k == "numbered":
@@ -194,9 +205,35 @@ def new_delta(tables: Tables, s: Storage, full, cand):
 
 def absorb(tables: Tables, s: Storage, full, delta):
     """The relation after a round whose delta is `delta`."""
+    if s.dominated:  # pruned after the round, so not one of `extend`'s growing unions
+        return tables.distinct(s, tables.union(s, [full, delta]))
     if kind(s) in ("set", "numbered"):
         return tables.extend(s, full, delta)
     return tables.replace(s, full, delta, replaced_on(s))
+
+
+def subsume(tables: Tables, relations: tuple, storages: dict, full: dict, delta: dict, derive: Callable) -> dict:
+    """Soufflé's subsumption, in place: every relation of `relations` with a helper of
+    dominated tuples loses them from `full` and `delta`. The helpers' rules all read
+    `full` as it stands before any removal (two tuples dominating each other both go).
+    -> relation -> the size of its delta after."""
+    gone = {}
+    for n in relations:
+        helper = storages[n].dominated
+        if helper is not None:
+            bag = derive(helper, lambda step: full[step.relation])
+            if bag is not None:
+                gone[n] = tables.distinct(storages[helper], bag)
+    kept = {}
+    for n, g in gone.items():
+        s = storages[n]
+        kept[n] = tables.hold(s, tables.minus(s, full[n], g))
+        kept[n + "\0delta"] = tables.hold(s, tables.minus(s, delta[n], g))
+    counts = tables.count(kept)  # on Spark one action, which also fills the held tables
+    for n in gone:
+        s = storages[n]
+        full[n], delta[n] = tables.settle(s, kept[n]), tables.settle(s, kept[n + "\0delta"])
+    return {n: counts[n + "\0delta"] for n in gone}
 
 
 # ---------------------------------------------------------------- a recursive stratum
@@ -242,6 +279,7 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
     The semantics of a round is this function's, whoever owns the tuples."""
     full = dict(start)
     delta = dict(start) if delta is None else {n: delta.get(n, start[n]) for n in start}
+    sizes = {**sizes, **subsume(tables, st.relations, storages, full, delta, derive)}
     growing = looping(st)
     limits = {n: storages[n].limit for n in st.relations if storages[n].limit is not None}
     held = {n: sizes.get(n, 0) for n in limits}
@@ -281,9 +319,10 @@ def fixpoint(st: Stratum, storages: dict, tables: Tables, start: dict, sizes: di
                 full[n] = absorb(tables, s, full[n], delta[n])
             else:
                 delta[n] = tables.cleared(s, delta[n])
+        sizes = {**sizes, **subsume(tables, st.relations, storages, full, delta, derive)}
         for n in limits:  # a set gains its delta; what a grouped or keyed relation holds is counted
             s = storages[n]
-            held[n] = held[n] + sizes.get(n, 0) if kind(s) in ("set", "numbered") else \
+            held[n] = held[n] + sizes.get(n, 0) if kind(s) in ("set", "numbered") and not s.dominated else \
                 tables.count({n: full[n]})[n]
         seconds = time.perf_counter() - t0
         out.rounds.append((seconds, sizes))

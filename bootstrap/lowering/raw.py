@@ -37,6 +37,8 @@ class Clause:
     time: Optional[Token]
     body: Optional[list]
     span: Span
+    # Soufflé's `head <= dominating :- body.`: the dominating atom (RawCall); None otherwise
+    dominating: object = None
 
 
 @dataclass

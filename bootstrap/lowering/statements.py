@@ -46,6 +46,7 @@ from .disjunction import expand
 from .eqrel import equivalence_rules
 from .equalities import eq_to_eqeq, lower_equalities
 from .raw import Clause, RawCall, RawComponent, flatten, location
+from .subsumption import SubsumptionLowering
 
 __all__ = ["Lowering"]
 
@@ -81,7 +82,7 @@ _STRING_CONSTRAINTS = {"contains": "contains(sub, s): whether s contains the str
                        "match": "match(regex, s): whether the whole of s matches regex"}
 
 
-class Lowering(AutoincLowering, AggregateLowering):
+class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
     """The lowering of one file's statements: `run` gives them lowered."""
 
     def __init__(self, path: str, diagnostics: list):
@@ -92,6 +93,8 @@ class Lowering(AutoincLowering, AggregateLowering):
         self.rule_count = 0
         self.label_prefix = ""  # for the labels of unlabelled rules (`rule7`): an included file's name
         self.aggregate_helpers: list = []  # (helper relation, its column names) for declare_helpers
+        self.subsumed: dict = {}  # helper relation of dominated tuples -> the relation it prunes
+        self.comp_depth = 0  # inside how many Soufflé `.comp` bodies
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
 
@@ -140,8 +143,10 @@ class Lowering(AutoincLowering, AggregateLowering):
                 self._statement(s, item.name, out)
         elif isinstance(item, CompDecl):
             body: list = []
+            self.comp_depth += 1
             for s in item.body:
                 self._statement(s, component, body)
+            self.comp_depth -= 1
             if self.souffle:  # helper relations of its aggregates belong to each instance
                 body = self.declare_helpers(body)
             out.append(replace(item, body=tuple(body)))
@@ -222,6 +227,9 @@ class Lowering(AutoincLowering, AggregateLowering):
 
     # -- clauses
     def _clause(self, c: Clause, component, out):
+        if c.dominating is not None:
+            self._subsumption(c, component, out)
+            return
         words = [w.value for w in c.words]
         if c.body is None and words != ["query"] and isinstance(c.head, RawCall) \
                 and any(aggregate_terms(a) for a in c.head.args):
