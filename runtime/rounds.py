@@ -210,11 +210,12 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         engine._actions += 1
         counts = [json.loads(r.payload) for r in out.where("kind = 'stat'").select("payload").collect()]
         sent = {n: sum(c["sent"].get(n, 0) for c in counts) for n in looping}
+        gained = {n: sum(c["gained"].get(n, 0) for c in counts) for n in looping}  # what the partitions keep
         held_back = {n: sum(c["pending"].get(n, 0) for c in counts) for n in looping}
         pending, moving = sum(held_back.values()), held_back
         iterations = max((c["iterations"] for c in counts), default=0)
         done += max(1, iterations)
-        engine.record(IterationStats(st.index, round_no, 1, sent, time.perf_counter() - t1, mode=mode(st)))
+        engine.record(IterationStats(st.index, round_no, 1, gained, time.perf_counter() - t1, mode=mode(st)))
         slowest = max(counts, key=lambda c: sum(c["seconds"].values()), default=None)
         if slowest is not None:  # where a round's time goes: its slowest partition's task
             engine.notes.append(f"stratum {st.index} round {round_no}: {plural_iterations(iterations)}; the slowest "
@@ -223,7 +224,7 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
         frame = out.where("kind != 'stat'")
         if engine.reports(st):
             progress.note(f"round {round_no}: up to {plural_iterations(iterations)} in each partition, "
-                          f"{sum(sent.values()):,} tuples exchanged", mode=mode(st))
+                          f"{sum(gained.values()):,} new tuples, {sum(sent.values()):,} exchanged", mode=mode(st))
         if not any(sent.values()) and not pending:
             return frame
 
@@ -369,10 +370,11 @@ class _Round:
         tables = {name: self.table(blobs.get(("base", name), []), name)
                   for name in self.storages if name not in self.owner}
         ops = PandasTables()
-        full, delta, sizes = {}, {}, {}
+        full, delta, sizes, held = {}, {}, {}, {}
         for name in self.owner:
             s = self.storages[name]
             state = self.table(blobs.get(("state", name), []), name)
+            held[name] = len(state)
             pending = self.table(blobs.get(("pending", name), []), name)
             messages = self.table(blobs.get(("msg", name), []), name)
             arrived = semantics.new_delta(ops, s, state, messages) if len(messages) else messages
@@ -395,7 +397,8 @@ class _Round:
         done = semantics.fixpoint(self.st, self.storages, ops, full, sizes, derive, max_iterations=None,
                                   delta=delta, route=route, budget=self.budget)
         iterated = time.perf_counter()
-        rows, stat = [], {"sent": {}, "pending": {}, "iterations": len(done.rounds)}
+        rows, stat = [], {"sent": {}, "pending": {}, "iterations": len(done.rounds),
+                          "gained": {n: len(done.full[n]) - held[n] for n in self.owner}}
 
         def emit(p, kind, name, table):
             arrow = pa.Table.from_pandas(table, schema=_arrow_schema(self.types[name]), preserve_index=False)
