@@ -111,7 +111,9 @@ TABLES = (
         ("input", BOOL, "read from outside (.input)"),
         ("output", BOOL, "written out (.output)"),
         ("distribution", STRING, "how a stage placed it on Spark: 'partitioned' (on its partition_column "
-                                 "rows), 'replicated' (a copy in every task), 'broadcast' (joins broadcast it) or "
+                                 "rows), 'replicated' (each partition of a partitioned recursion holds a copy: where "
+                                 "the copies go is predicate.copy), 'broadcast' (the joins that read it broadcast "
+                                 "it, where a stage did not choose the atom's method) or "
                                  "'located' (partitioned on its @ location column: a location is a partition, "
                                  "and a tuple derived elsewhere is shipped there); null leaves it to Spark"),
         ("cached", BOOL, "a stage asked to keep it in memory once computed (read several times)"),

@@ -116,7 +116,7 @@ def test_declared_and_sys_relations_take_their_columns():
 
 def test_a_relations_role_marks_are_columns_and_print_as_plan_keys():
     """relation.role and made_for (what decouple::asymmetric's relations are for: partition.dl
-    reads them) round-trip through `.plan relation`; a role outside batch, seal, held is refused."""
+    reads them) round-trip through `.plan relation`; a role outside batch, seal, held, dominated is refused."""
     from evita.bootstrap.checks import check_plans
 
     text = 'h_home(@"a/2", "a").\nq1 h_now(@L, 0) :- h_home(@L, _).\n.plan relation h_home(role=batch, made_for=h)\n'
@@ -127,7 +127,7 @@ def test_a_relations_role_marks_are_columns_and_print_as_plan_keys():
     assert ".plan relation h_home(role=batch, made_for=h)" in format_program(decode(rows, "t"))
     assert not list(check_plans(program))
     bad = parse_program(text.replace("role=batch", "role=home"), "t.olg", name="t")
-    assert [d.message for d in check_plans(bad)] == ["role=home is not one of batch, seal, held"]
+    assert [d.message for d in check_plans(bad)] == ["role=home is not one of batch, seal, held, dominated"]
 
 
 def test_duplicate_labels_keep_both_rules():
