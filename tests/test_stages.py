@@ -382,3 +382,19 @@ def test_remove_column_drops_it_from_the_relation_its_atoms_and_facts(tmp_path):
     bad = _toy(tmp_path, "too_far", 'c1 stage::remove_column(B, 3) :- sys::relation{id: B, name: "b"}.\n')
     with pytest.raises(StageFailure, match="b has columns 0..2"):
         _after(bad, rows)
+
+
+def test_the_occurrence_view_lists_every_variable_occurrence():
+    """`stages/include/occurrences.dl`: (rule, variable, term, column, head or body), as its header says."""
+    from evita.bootstrap.checks import check_program
+
+    view = check_program(parse_file(st.package_root() / "stages" / "include" / "occurrences.dl"))
+    rows = encode(parse_program("b(1, 2).\nr1 a(X, S + 1) :- b(X, Y), S := Y * 2, X != Y.\n"
+                                "r2 c(count<X>) :- b(X, _).\n", "p.dl", "p"))
+    got = st.evaluate(None, view, rows, "p", ["occurrence"], origin="occurrences", evaluator="in-process")
+    shown = sorted((r.split(":")[1], v, t.split(":")[1], c, w) for r, v, t, c, w in got.tuples["occurrence"])
+    assert shown == sorted([("r1", "X", "r1#0", 0, "head"), ("r1", "S", "r1#0", 1, "head"),
+                            ("r1", "X", "r1#1", 0, "body"), ("r1", "Y", "r1#1", 1, "body"),
+                            ("r1", "S", "r1#2", -1, "body"), ("r1", "Y", "r1#2", -1, "body"),
+                            ("r1", "X", "r1#3", -1, "body"), ("r1", "Y", "r1#3", -1, "body"),
+                            ("r2", "X", "r2#0", 0, "head"), ("r2", "X", "r2#1", 0, "body")])
