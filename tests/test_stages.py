@@ -398,3 +398,18 @@ def test_the_occurrence_view_lists_every_variable_occurrence():
                             ("r1", "S", "r1#2", -1, "body"), ("r1", "Y", "r1#2", -1, "body"),
                             ("r1", "X", "r1#3", -1, "body"), ("r1", "Y", "r1#3", -1, "body"),
                             ("r2", "X", "r2#0", 0, "head"), ("r2", "X", "r2#1", 0, "body")])
+
+
+def test_the_primitives_come_back_the_same_from_spark(spark, tmp_path):
+    """remove_term, remove_column and move derived on the engine's SQL loop on Spark: the same edits as in process."""
+    stage = _toy(tmp_path, "all_three", 'e1 stage::remove_term(S) :- sys::selection{id: S}.\n'
+                                        'e2 stage::remove_column(B, 1) :- sys::relation{id: B, name: "r3"}.\n'
+                                        'e3 stage::move::argument{predicate: A, pos: 0, to_pos: 2} :- '
+                                        'sys::predicate{id: A, relation: "r4"}.\n')
+    rows = _reordered()
+    here = st.run_stage(spark, stage, rows, "p", evaluator="in-process")
+    there = st.run_stage(spark, stage, rows, "p", evaluator="engine")
+    assert there.actions > 0 and here.term_removals == [("p:q1#5",)]
+    assert (here.term_removals, here.column_removals, here.moves) == \
+           (there.term_removals, there.column_removals, there.moves)
+    assert st.apply(rows, here).compared() == st.apply(rows, there).compared()
