@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from evita.catalog import schema
+from evita.catalog import edit, schema
 from evita.catalog.rows import CatalogRows
 
 from . import syntax as S
@@ -35,9 +35,14 @@ PRIMITIVE = "stage::"
 PRIMITIVES = {
     "copy_rule": (("rule", "symbol"), ("to", "symbol"), ("name", "symbol")),
     "copy_term": (("term", "symbol"), ("rule", "symbol"), ("pos", "number")),
+    "remove_term": (("term", "symbol"),),
+    "remove_column": (("relation", "symbol"), ("pos", "number")),
     "error": (("at", "symbol"), ("code", "symbol"), ("message", "symbol")),
     "applies": (("at", "symbol"),),
 }
+# `stage::move::T{key..., to_key...}`: the row of catalog table T with that key moves to
+# the new key (a `to_` field left out keeps that key column), its other fields carried.
+MOVE = PRIMITIVE + "move::"
 # A stage with rules for stage::applies runs only when they derive a tuple: its trigger.
 APPLIES = PRIMITIVE + "applies"
 TRIGGER = "programEvent"
@@ -240,6 +245,10 @@ class StageOutput:
     stats: list = field(default_factory=list)
     next: Optional[set] = None  # the lattice's next/1 tuples, when asked in the same action
     split: tuple = ()  # (seconds building the programs on the driver, seconds of the action)
+    term_removals: list = field(default_factory=list)  # stage::remove_term tuples
+    column_removals: list = field(default_factory=list)  # stage::remove_column tuples
+    moves: dict = field(default_factory=dict)  # table -> stage::move::T tuples
+    stage: Optional["StageFile"] = None  # who derived them: where a primitive it misused is reported
 
 
 class StageFailure(Exception):
@@ -269,6 +278,8 @@ def catalog_form(program: S.Program, tables_read: set) -> S.Program:
     for st in program.statements:
         if isinstance(st, S.Rule) and st.head.relation.startswith(SYS):
             statements.append(_catalog_head(st))
+        elif isinstance(st, S.Rule) and st.head.relation.startswith(MOVE):
+            statements.append(_move_head(st))
         else:
             if isinstance(st, S.Rule) and st.head.relation.startswith(PRIMITIVE):
                 _check_primitive(st)
@@ -276,6 +287,10 @@ def catalog_form(program: S.Program, tables_read: set) -> S.Program:
     decls = [S.Declaration(TRIGGER, (S.Column("program", "symbol"),))]
     for name, cols in PRIMITIVES.items():
         decls.append(S.Declaration(PRIMITIVE + name, tuple(S.Column(c, t) for c, t in cols)))
+    for table in sorted(_tables_moved(statements)):
+        types = {c.name: _TYPES[c.type] for c in schema.table(table).columns}
+        decls.append(S.Declaration(MOVE + table, tuple(S.Column(c, types[c.removeprefix("to_")])
+                                                       for c in edit.move_columns(table))))
     for table in sorted(_tables_written(statements) | tables_read):
         cols = tuple(S.Column(c.name, _TYPES[c.type]) for c in schema.table(table).columns)
         for prefix in (SYS, INSERT, REMOVE):
@@ -301,13 +316,44 @@ def _catalog_head(rule: S.Rule) -> S.Rule:
     return replace(rule, head=head, delete=False)
 
 
+def _move_head(rule: S.Rule) -> S.Rule:
+    """`stage::move::T{...}` in a head: checked, its key fields left out as nulls (kept)."""
+    _check_primitive(rule)
+    nulls = tuple(S.Const(None, S.NULL) if isinstance(a, S.Wildcard) else a for a in rule.head.args)
+    return replace(rule, head=replace(rule.head, args=nulls, named=False))
+
+
 def _check_primitive(rule: S.Rule) -> None:
-    name = rule.head.relation[len(PRIMITIVE):]
+    """A head naming a stage primitive names one that exists, with its columns; a move
+    names a catalog table and the whole key of the row it moves."""
+    relation = rule.head.relation
+    if relation.startswith(MOVE):
+        table = relation[len(MOVE):]
+        if table not in schema.BY_NAME:
+            d = schema.unknown_table(SYS + table, rule.head.span)
+            raise EvitaError([Diagnostic("stage-primitive", f"{relation}: {d.message}", rule.head.span, relation,
+                                         d.hint.replace("sys::", MOVE))])
+        cols = edit.move_columns(table)
+        key = schema.table(table).key
+        if len(cols) == rule.head.arity and not any(isinstance(a, S.Wildcard) for a in rule.head.args[:len(key)]):
+            return
+        raise EvitaError([Diagnostic("stage-primitive", f"{relation} names the row it moves by its whole key "
+                                     f"({', '.join(key)}) and the new key in to_ fields", rule.head.span, relation,
+                                     f"write {relation}{{{', '.join(f'{k}: ...' for k in key)}, "
+                                     f"{', '.join(f'to_{k}: ...' for k in key)}}} (a to_ field left out "
+                                     "keeps that key column)")])
+    name = relation[len(PRIMITIVE):]
     cols = PRIMITIVES.get(name)
     if cols is None or len(cols) != rule.head.arity:
         known = ", ".join(f"{PRIMITIVE}{n}({', '.join(c for c, _ in cs)})" for n, cs in PRIMITIVES.items())
-        raise EvitaError([Diagnostic("stage-primitive", f"{rule.head.relation}/{rule.head.arity} is not a stage "
-                                     "primitive", rule.head.span, rule.head.relation, f"the primitives: {known}")])
+        raise EvitaError([Diagnostic("stage-primitive", f"{relation}/{rule.head.arity} is not a stage "
+                                     "primitive", rule.head.span, relation,
+                                     f"the primitives: {known}, {MOVE}TABLE{{key..., to_key...}}")])
+
+
+def _tables_moved(statements) -> set:
+    return {st.head.relation[len(MOVE):] for st in statements
+            if isinstance(st, S.Rule) and st.head.relation.startswith(MOVE)}
 
 
 def _tables_written(statements) -> set:
@@ -651,8 +697,12 @@ def run_stage(spark, stage: StageFile, rows: CatalogRows, program_id: str, *, ma
             updates[name[len(UPDATE):]] = [(t[:-1], t[-1].split(",")) for t in sorted(tuples, key=_key)]
     copies = sorted(got.get(PRIMITIVE + "copy_rule", ()), key=_key)
     term_copies = sorted(got.get(PRIMITIVE + "copy_term", ()), key=_key)
+    moves = {name[len(MOVE):]: sorted(tuples, key=_key) for name, tuples in got.items()
+             if name.startswith(MOVE) and tuples}
     return StageOutput(inserts, deletes, updates, copies, term_copies, actions, done - started, stats,
-                       got.get("next"), split)
+                       got.get("next"), split, term_removals=sorted(got.get(PRIMITIVE + "remove_term", ()), key=_key),
+                       column_removals=sorted(got.get(PRIMITIVE + "remove_column", ()), key=_key),
+                       moves=moves, stage=stage)
 
 
 def raise_stage_errors(stage: StageFile, rows: CatalogRows, program_id: str, errors) -> None:
@@ -714,6 +764,22 @@ def _rule_at(program: S.Program, span: S.Span) -> Optional[str]:
 def apply(rows: CatalogRows, out: StageOutput) -> CatalogRows:
     """The stage's edits applied to `rows` (`catalog/edit.py`: deletions cascade along
     ownership, then copies, insertions, updates)."""
-    from evita.catalog import edit
+    try:
+        return edit.apply(rows, edit.Edits(out.inserts, out.deletes, out.updates, out.copies, out.term_copies,
+                                           out.term_removals, out.column_removals, out.moves))
+    except edit.EditError as e:
+        raise misused_primitive(out.stage, e) from None
 
-    return edit.apply(rows, edit.Edits(out.inserts, out.deletes, out.updates, out.copies, out.term_copies))
+
+def misused_primitive(stage: Optional[StageFile], e) -> StageFailure:
+    """A primitive the catalog could not apply (`edit.EditError`), reported at the rule(s)
+    of the stage file deriving it."""
+    name = stage.name if stage else "stage"
+    relation = PRIMITIVE + e.primitive
+    rules = [r for r in (stage.program.rules if stage else ()) if r.head.relation == relation]
+    span = rules[0].head.span if rules else S.Span(str(stage.path) if stage else "<stage>", 0, 0)
+    labels = ", ".join(r.name for r in rules)
+    hint = f"derived by rule {labels} of stage {name}" if labels else f"reported by stage {name}"
+    # The rule's own file gives the source line (a stage's include, say): read back by span.
+    err = EvitaError([Diagnostic("stage-primitive", e.message, span, relation, hint)], source=None, source_file="")
+    return StageFailure(name, e.message, rules[0].name if rules else None, err.render())

@@ -29,12 +29,19 @@ class Col:
     nullable: bool = True
     source: bool = False  # provenance only: ignored by catalog comparison
     owner: tuple = ()  # tables whose `id` this column names: the row belongs to that row
+    refers: tuple = ()  # tables whose `id` this column names without owning: it follows a moved row
 
 
 def owned(name, doc, *owners) -> Col:
     """A column naming the row this one belongs to: deleting the owner deletes the row
     (stage primitive), and a row whose owner is missing violates integrity."""
     return Col(name, STRING, doc, owner=tuple(owners))
+
+
+def ref(name, doc, *tables) -> Col:
+    """A column naming another row by its `id`, without belonging to it: when a stage
+    moves that row to a new id (`stage::move::T`, `catalog/edit.py`), the column follows."""
+    return Col(name, STRING, doc, refers=tuple(tables))
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,11 @@ class Table:
     @property
     def owner_columns(self) -> list:
         return [c for c in self.columns if c.owner]
+
+    @property
+    def id_columns(self) -> list:
+        """Columns naming rows by id: owners and references (what a moved id renames)."""
+        return [c for c in self.columns if c.owner or c.refers]
 
     @property
     def compared_columns(self) -> list:
@@ -188,7 +200,7 @@ TABLES = (
         ("program", STRING, "program id"),
         ("name", STRING, "rule label as written, or rule<N> if unlabelled"),
         ("pos", INT, "statement ordinal in the program"),
-        ("head", STRING, "predicate id of the head (position 0)"),
+        ref("head", "predicate id of the head (position 0)", "predicate"),
         ("head_relation", STRING, "relation name of the head"),
         ("is_delete", BOOL, "a `delete` rule"),
         ("time", STRING, "Dedalus head time: null, 'next' or 'async'"),
@@ -224,7 +236,7 @@ TABLES = (
         ("var", STRING, "variable name (kind var; agg over a variable)"),
         ("value", STRING, "constant text (kind const)"),
         ("type", STRING, "constant type: int float string bool null infinity"),
-        ("expr", STRING, "expression id (kind expr; agg over an expression)"),
+        ref("expr", "expression id (kind expr; agg over an expression)", "expression"),
         ("agg", STRING, "aggregate function (kind agg): count sum min max avg set list"),
     ], ["predicate", "pos"]),
     _t("selection", "Boolean conditions in rule bodies (Fig 3.2 `select`).", [
@@ -232,7 +244,7 @@ TABLES = (
         ("id", STRING, "selection id: rule id#pos"),
         owned("rule", "rule id", "rule"),
         ("pos", INT, "term position in the rule"),
-        ("expr", STRING, "root expression id"),
+        ref("expr", "root expression id", "expression"),
         _LINE, _COL,
     ], ["id"], "select", order=["rule", "pos"]),
     _t("assignment", "`X := expr` terms (Fig 3.2 `assign`).", [
@@ -241,16 +253,16 @@ TABLES = (
         owned("rule", "rule id", "rule"),
         ("pos", INT, "term position in the rule"),
         ("var", STRING, "assigned variable"),
-        ("expr", STRING, "root expression id"),
+        ref("expr", "root expression id", "expression"),
         _LINE, _COL,
     ], ["id"], "assign", order=["rule", "pos"]),
     _t("expression", "Expression trees, one row per node.", [
         ("program", STRING, "program id"),
         ("id", STRING, "node id: owner id + '.' + child path"),
-        ("rule", STRING, "rule id owning the expression"),
+        ref("rule", "rule id owning the expression", "rule"),
         owned("term", "the predicate, selection or assignment whose tree holds the node",
               "predicate", "selection", "assignment"),
-        ("parent", STRING, "parent node id, null at the root"),
+        ref("parent", "parent node id, null at the root", "expression"),
         ("seq", INT, "0-based position among the parent's children"),
         ("kind", STRING, "var, const, wildcard, call, op, cond or list"),
         ("name", STRING, "variable, function or operator name"),
@@ -278,7 +290,7 @@ TABLES = (
         ("id", STRING, "query id: program:query<pos>"),
         ("program", STRING, "program id"),
         ("pos", INT, "statement ordinal"),
-        ("predicate", STRING, "predicate id of the queried atom"),
+        ref("predicate", "predicate id of the queried atom", "predicate"),
         _LINE, _COL,
     ], ["id"], order=["program", "pos"]),
     _t("io", "Soufflé `.input` / `.output` / `.printsize` / `.limitsize` directives; a relation may have several "
@@ -349,7 +361,7 @@ TABLES = (
         ("program", STRING, "program id"),
         owned("op", "the consuming operator's id", "flow_op"),
         ("seq", INT, "0-based input position (join: 0 the left side, 1 the right)"),
-        ("input", STRING, "the producing operator's id"),
+        ref("input", "the producing operator's id", "flow_op"),
     ], ["op", "seq"]),
     _t("statistic", "Statistics for cost-based stages: one metric of a relation or column. Filled from inputs "
        "measured by evita run and evita analyze, from facts by stages/stats.dl, and from .plan statistics.", [

@@ -234,3 +234,182 @@ def test_explain_shows_the_declarations_a_stage_added_dropped_or_changed():
                               ("+", ".decl new(x: number)", None)]
     assert d.counts == (1, 1, 1)  # r3 added, r2 removed, r1 changed: the declarations are not rules
     assert unchanged.declarations == [] and unchanged.counts == (0, 0, 0)
+
+
+# ---------------------------------------------------------------- the rewriting primitives (docs/stages.md)
+# Toy stages written into tmp_path, run in this process (no Spark job): `run_stage` and
+# `apply` as the scheduler calls them, then the catalog's integrity checks.
+
+JOINS = """r1(1, 2). r2(2, 3). r3(3, 4). r4(4, 5).
+.plan statistics r1(rows=1000, distinct0=1000, distinct1=1000)
+.plan statistics r2(rows=1000, distinct0=1000, distinct1=1000)
+.plan statistics r3(rows=1000, distinct0=1000, distinct1=1000)
+.plan statistics r4(rows=1000, distinct0=1000, distinct1=1000)
+q1 q(A, E) :- r1(A, B), r3(C, D), r2(B, C), r4(D, E), C > 0.
+"""
+
+
+def _toy(tmp_path, name: str, rules: str):
+    path = tmp_path / f"{name}.dl"
+    path.write_text(f'stage("{name}").\nprecedes("system_r", "{name}").\nprecedes("{name}", "planner").\n' + rules)
+    return st.stage_file(path, str(tmp_path))
+
+
+def _after(stage, rows, program_id="p"):
+    """The catalog after `stage` alone, checked for integrity as the scheduler checks it."""
+    from evita.bootstrap.scheduler import check_integrity
+
+    new = st.apply(rows, st.run_stage(None, stage, rows, program_id, evaluator="in-process"))
+    assert check_integrity(None, new, program_id, "in-process") == []
+    return new
+
+
+def _rule_text(rows, program_id="p"):
+    return [format_program(decode(rows, program_id)).splitlines()[i] for i, line in
+            enumerate(format_program(decode(rows, program_id)).splitlines()) if ":-" in line]
+
+
+def _reordered():
+    """JOINS after system_r: positions moved, ids kept (r2, id q1#3, at position 2)."""
+    rows = encode(parse_program(JOINS, "p.dl", "p"))
+    rows = st.apply(rows, st.run_stage(None, st.find_stages()["system_r"], rows, "p", evaluator="in-process"))
+    terms = {d["id"]: d["pos"] for t in ("predicate", "selection") for d in rows.dicts(t)}
+    assert terms == {"p:q1#0": 0, "p:q1#1": 1, "p:q1#3": 2, "p:q1#5": 3, "p:q1#2": 4, "p:q1#4": 5}
+    return rows
+
+
+def test_copy_term_after_system_r_reordered_the_rule(tmp_path):
+    # Issue 35, item 5: the copy-and-delete way of closing a gap, after system_r. r3 (id q1#2) moves to
+    # position 3, whose id q1#3 r2 holds at position 2: the copy once overwrote r2 ("term count differs").
+    stage = _toy(tmp_path, "drop_checks", """
+p1 term(R, I, T) :- sys::predicate{rule: R, pos: I, id: T}.
+p2 term(R, I, T) :- sys::selection{rule: R, pos: I, id: T}.
+p4 kept(R, I, T) :- term(R, I, T), sys::rule{id: R}, notin sys::selection{rule: R, pos: I}.
+p5 rank(T, R, I, count<J>) :- kept(R, I, T), kept(R, J, _), J <= I.
+p6 place(T, R, I, N - 1) :- rank(T, R, I, N).
+p7 size(R, count<I>) :- kept(R, I, _).
+e1 stage::copy_term(T, R, P) :- place(T, R, I, P), P != I.
+e2 delete sys::predicate{id: T} :- place(T, _, I, P), P != I.
+e3 delete sys::selection{rule: R} :- sys::selection{rule: R}.
+e4 sys::rule{id: R, term_count: N} :- size(R, N).
+""")
+    after = _after(stage, _reordered())
+    assert _rule_text(after) == ["q1 q(A, E) :- r1(A, B), r2(B, C), r3(C, D), r4(D, E)."]
+    ids = {d["id"]: d["pos"] for d in after.dicts("predicate")}
+    assert ids == {"p:q1#0": 0, "p:q1#1": 1, "p:q1#3": 2, "p:q1#3~1": 3, "p:q1#4": 4}  # r2 kept its id
+    # The same with the primitive: one rule, no bookkeeping, every id kept.
+    removing = _toy(tmp_path, "drop_checks2", "e1 stage::remove_term(S) :- sys::selection{id: S}.\n")
+    again = _after(removing, _reordered())
+    assert _rule_text(again) == _rule_text(after)
+    assert {d["id"]: d["pos"] for d in again.dicts("predicate")} == \
+           {"p:q1#0": 0, "p:q1#1": 1, "p:q1#3": 2, "p:q1#2": 3, "p:q1#4": 4}
+    assert again.dicts("rule")[0]["term_count"] == 5
+
+
+def test_remove_term_closes_the_gap_and_keeps_the_ids(tmp_path):
+    rows = encode(parse_program('b(1). c(1).\nr1 a(X, Y) :- b(X), X > 0, Y := 2, c(X), X < 5.\n', "p.dl", "p"))
+    stage = _toy(tmp_path, "drop", 'e1 stage::remove_term(T) :- sys::selection{id: T}.\n'
+                                   'e2 stage::remove_term(T) :- sys::assignment{id: T, var: "Y"}, sys::rule{id: R}.\n'
+                                   'e3 sys::argument{predicate: H, pos: 1, kind: "const", var: null, value: "2", '
+                                   'type: "int"} :- sys::rule{head: H}.\n')
+    after = _after(stage, rows)
+    assert _rule_text(after) == ["r1 a(X, 2) :- b(X), c(X)."]
+    assert {d["id"]: d["pos"] for d in after.dicts("predicate")} == {"p:r1#0": 0, "p:r1#1": 1, "p:r1#4": 2}
+    assert after.dicts("rule")[0]["term_count"] == 3
+    assert after["selection"] == [] and {d["term"] for d in after.dicts("expression")} <= {"p:r1#0", "p:r1#1",
+                                                                                          "p:r1#4"}
+
+
+def test_a_misused_primitive_is_reported_at_the_stage_rule(tmp_path):
+    rows = encode(parse_program('b(1).\nr1 a(X) :- b(X).\n', "p.dl", "p"))
+    head = _toy(tmp_path, "bad_head", '\nh1 stage::remove_term(H) :- sys::rule{head: H}.\n')
+    with pytest.raises(StageFailure) as info:
+        _after(head, rows)
+    assert "names the head of rule p:r1" in info.value.reason and info.value.rule == "h1"
+    assert f"{tmp_path / 'bad_head.dl'}:5:" in info.value.detail and "delete sys::rule" in info.value.detail
+    ghost = _toy(tmp_path, "ghost", 'g1 stage::remove_term("p:r9#1") :- sys::rule{id: R}.\n')
+    with pytest.raises(StageFailure, match="no term has that id"):
+        _after(ghost, rows)
+    taken = _toy(tmp_path, "taken", 'm1 stage::move::argument{predicate: A, pos: 0, to_pos: 1} :- '
+                                    'sys::predicate{id: A, relation: "b"}.\n')
+    with pytest.raises(StageFailure, match="which another row holds") as info:
+        _after(taken, encode(parse_program('b(1, 2).\nr1 a(X) :- b(X, Y).\n', "p.dl", "p")))
+    assert "taken.dl:4:" in info.value.detail and "derived by rule m1" in info.value.detail
+    keyless = _toy(tmp_path, "keyless", 'm1 stage::move::argument{predicate: A, to_pos: 1} :- '
+                                        'sys::argument{predicate: A}.\n')
+    with pytest.raises(StageFailure, match="whole key"):
+        _after(keyless, rows)
+    from evita.bootstrap.diagnostics import EvitaError
+    (tmp_path / "typo.dl").write_text('stage("typo").\nm1 stage::move::argumnt{predicate: A, pos: 0, to_pos: 1} :- '
+                                      'sys::argument{predicate: A}.\n')
+    with pytest.raises(EvitaError, match="did you mean stage::move::argument"):
+        st.stage_file(tmp_path / "typo.dl", str(tmp_path))
+
+
+def test_move_carries_every_field_to_the_new_key(tmp_path):
+    # Issue 35, item 6: swapping two arguments names only the keys; kind, var, value, type (and any column
+    # the catalog gains later) come along.
+    rows = encode(parse_program('.decl b(x: symbol, y: number)\n.decl a(y: number)\nb("k", 1).\n'
+                                'r1 a(Y) :- b("k", Y).\n', "p.dl", "p"))
+    swap = _toy(tmp_path, "swap", 'm1 stage::move::argument{predicate: A, pos: I, to_pos: 1 - I} :- '
+                                  'sys::predicate{id: A, relation: "b", pos: 1}, sys::argument{predicate: A, pos: I}.\n'
+                                  'm2 sys::relation{id: "p.b", arity: 2} :- programEvent(_).\n')
+    after = st.apply(rows, st.run_stage(None, swap, rows, "p", evaluator="in-process"))
+    assert _rule_text(after) == ['r1 a(Y) :- b(Y, "k").']
+    before = {d["pos"]: d for d in rows.dicts("argument") if d["predicate"] == "p:r1#1"}
+    moved = {d["pos"]: d for d in after.dicts("argument") if d["predicate"] == "p:r1#1"}
+    assert moved[1] == {**before[0], "pos": 1} and moved[0] == {**before[1], "pos": 0}
+    # A row keyed by id moves with what it owns (ids rebased) and what names it (rule.head).
+    rename = _toy(tmp_path, "rename", 'm1 stage::move::predicate{id: H, to_id: cat(H, "_h")} :- '
+                                      'sys::rule{head: H}.\n')
+    renamed = _after(rename, encode(parse_program('b(1).\nr1 a(X + 1) :- b(X).\n', "p.dl", "p")))
+    assert renamed.dicts("rule")[0]["head"] == "p:r1#0_h"
+    assert {d["predicate"] for d in renamed.dicts("argument")} == {"p:r1#0_h", "p:r1#1"}
+    assert all(d["id"].startswith("p:r1#0_h.") for d in renamed.dicts("expression") if d["term"] == "p:r1#0_h")
+    assert _rule_text(renamed) == ["r1 a(X + 1) :- b(X)."]
+
+
+def test_remove_column_drops_it_from_the_relation_its_atoms_and_facts(tmp_path):
+    text = ('.decl b(x: number, y: number, z: number)\n.decl a(x: number)\n.output a\nb(1, 2, 3). b(4, 5, 6).\n'
+            'r1 a(X) :- b(X, Y + 1, Z).\n')
+    rows = encode(parse_program(text, "p.dl", "p"))
+    stage = _toy(tmp_path, "narrow", 'c1 stage::remove_column(B, 1) :- sys::relation{id: B, name: "b"}.\n')
+    after = _after(stage, rows)
+    printed = format_program(decode(after, "p"))
+    assert ".decl b(x: number, z: number)" in printed and "r1 a(X) :- b(X, Z)." in printed
+    assert "b(1, 3)." in printed and "b(4, 6)." in printed
+    assert not [d for d in after.dicts("expression") if d["name"] == "Y"]  # the argument's expression went too
+    bad = _toy(tmp_path, "too_far", 'c1 stage::remove_column(B, 3) :- sys::relation{id: B, name: "b"}.\n')
+    with pytest.raises(StageFailure, match="b has columns 0..2"):
+        _after(bad, rows)
+
+
+def test_the_occurrence_view_lists_every_variable_occurrence():
+    """`stages/include/occurrences.dl`: (rule, variable, term, column, head or body), as its header says."""
+    from evita.bootstrap.checks import check_program
+
+    view = check_program(parse_file(st.package_root() / "stages" / "include" / "occurrences.dl"))
+    rows = encode(parse_program("b(1, 2).\nr1 a(X, S + 1) :- b(X, Y), S := Y * 2, X != Y.\n"
+                                "r2 c(count<X>) :- b(X, _).\n", "p.dl", "p"))
+    got = st.evaluate(None, view, rows, "p", ["occurrence"], origin="occurrences", evaluator="in-process")
+    shown = sorted((r.split(":")[1], v, t.split(":")[1], c, w) for r, v, t, c, w in got.tuples["occurrence"])
+    assert shown == sorted([("r1", "X", "r1#0", 0, "head"), ("r1", "S", "r1#0", 1, "head"),
+                            ("r1", "X", "r1#1", 0, "body"), ("r1", "Y", "r1#1", 1, "body"),
+                            ("r1", "S", "r1#2", -1, "body"), ("r1", "Y", "r1#2", -1, "body"),
+                            ("r1", "X", "r1#3", -1, "body"), ("r1", "Y", "r1#3", -1, "body"),
+                            ("r2", "X", "r2#0", 0, "head"), ("r2", "X", "r2#1", 0, "body")])
+
+
+def test_the_primitives_come_back_the_same_from_spark(spark, tmp_path):
+    """remove_term, remove_column and move derived on the engine's SQL loop on Spark: the same edits as in process."""
+    stage = _toy(tmp_path, "all_three", 'e1 stage::remove_term(S) :- sys::selection{id: S}.\n'
+                                        'e2 stage::remove_column(B, 1) :- sys::relation{id: B, name: "r3"}.\n'
+                                        'e3 stage::move::argument{predicate: A, pos: 0, to_pos: 2} :- '
+                                        'sys::predicate{id: A, relation: "r4"}.\n')
+    rows = _reordered()
+    here = st.run_stage(spark, stage, rows, "p", evaluator="in-process")
+    there = st.run_stage(spark, stage, rows, "p", evaluator="engine")
+    assert there.actions > 0 and here.term_removals == [("p:q1#5",)]
+    assert (here.term_removals, here.column_removals, here.moves) == \
+           (there.term_removals, there.column_removals, there.moves)
+    assert st.apply(rows, here).compared() == st.apply(rows, there).compared()

@@ -416,6 +416,14 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
                            "cannot be named", atom.span, rel,
                            "use positional arguments, or declare it with .decl and named columns")
             return names
+        if rel.startswith("stage::move::"):  # a stage primitive: the key of a catalog table, then the new key
+            from evita.catalog.edit import move_columns
+            try:
+                return move_columns(rel[len("stage::move::"):])
+            except KeyError:
+                d = unknown_table("sys::" + rel[len("stage::move::"):], atom.span)
+                self.error(d.code, f"{rel}: {d.message}", atom.span, rel, d.hint.replace("sys::", "stage::move::"))
+                return None
         if rel.startswith("sys::"):
             try:  # the catalog declares the sys:: relations
                 return table(rel).column_names
