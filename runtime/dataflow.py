@@ -209,6 +209,7 @@ class Dataflow:
     strata: list
     queries: tuple = ()  # atoms of `query` statements
     deferred: tuple = ()  # rule labels this one-timestep runtime does not run (@next)
+    number_bits: int = 64  # the width of whole numbers (bootstrap/numbers.py): how files are read and written
 
     def storage(self, name: str) -> Storage:
         return self.relations[name]
