@@ -72,8 +72,8 @@ def arrow_type(spark_type: str, held: bool = False):
 
 _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
-               "hash", "upper", "lower")
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
+               "exp", "hash", "upper", "lower")
 _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
@@ -775,6 +775,7 @@ _TEXT_FUNCTIONS = {
     "reprefix": _reprefix,
     "to_float": _to_float,
     "to_number": _to_number,
+    "to_unsigned": _to_number,  # held in the same signed column (runtime/sql.py casts both to bigint)
     "floor": _floor,
     "log": _ln,
     "exp": _exp,

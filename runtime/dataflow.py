@@ -362,6 +362,8 @@ def term_text(t, prec: int = 0) -> str:
         p = _PREC.get(t.op, 3)
         text = f"{term_text(t.left, p)} {t.op} {term_text(t.right, p + 1)}"
         return f"({text})" if p < prec else text
+    if isinstance(t, S.UnOp) and t.op.isalnum():  # the planner's wrap32 (bootstrap/lowering/width.py)
+        return f"{t.op}({term_text(t.arg)})"
     if isinstance(t, S.UnOp):
         return f"{t.op}{term_text(t.arg, 9)}"
     if isinstance(t, S.Cond):
