@@ -608,6 +608,9 @@ def cmd_explain(args) -> int:
     if args.stage and not shown:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
+    if program.number_bits != 64:  # not in the program's text: the catalog's program.number_bits
+        out.print(f"numbers: {program.number_bits} bits (--number-bits {program.number_bits}): arithmetic, sums "
+                  f"and shifts wrap around at {program.number_bits} bits")
     _print_diffs(shown, {v.number for v in comp.versions if v.skipped})
     graphs = _stage_graphs(args, program, comp, shown, spark)
     if args.dot:

@@ -8,8 +8,10 @@ Built-in functions map to Spark SQL functions (`BUILTIN_SQL`); lists and sets ar
 arrays. Nothing here concatenates SQL text: the tree is rendered by sqlglot.
 
 >>> from evita.bootstrap.syntax import Var, Const, BinOp, Call
->>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))
-'(a0.c0 + 1)'
+>>> Expr({"X": col("a0", 0)}).sql(BinOp("<", Var("X"), Const(1, "int")))
+'(a0.c0 < 1)'
+>>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))[:48]  # wraps at 64 bits (`_wrapping`)
+'(COALESCE(TRY_ADD(a0.c0, 1), CAST(PMOD((CAST(a0.'
 >>> Expr({"L": col("a0", 1)}, arrays={"L"}).sql(Call("f_cons", (Const("a", "string"), Var("L"))))
 "CONCAT(ARRAY('a'), a0.c1)"
 """
