@@ -57,7 +57,7 @@ _ALL = [
             "(null when a symbol spells none)"),
     Builtin("to_string", 1, 1, "to_string(N): the text of N"),
     Builtin("to_float", 1, 1, "to_float(X): X as a float (null when a symbol spells none)"),
-    Builtin("to_unsigned", 1, 1, "to_unsigned(X): as to_number; unsigned is stored in the same 64 bits"),
+    Builtin("to_unsigned", 1, 1, "to_unsigned(X): as to_number; unsigned is stored in the same bits as number"),
     Builtin("lower", 1, 1, "lower(S) (Evita's; Soufflé has none)"),
     Builtin("reprefix", 3, 3, "reprefix(S, Old, New): S with its prefix Old replaced by New "
             "(S itself when it does not start with Old; null stays null). Stages rebase ids with it"),

@@ -312,15 +312,19 @@ def check_facts(program: Program) -> Iterator[Diagnostic]:
 
 
 def check_numbers(program: Program) -> Iterator[Diagnostic]:
-    """Whole numbers are 64-bit on Spark: a literal beyond that would fail there, far
-    from the text that wrote it."""
-    from .folding import INT64_MAX, INT64_MIN
+    """Whole numbers have the program's width (bootstrap/numbers.py): a literal beyond it
+    is an error, as Soufflé's "Number constant not in range" (on Spark it would fail far
+    from the text that wrote it)."""
+    from . import numbers
 
+    bits = program.number_bits
     for term, _ in _terms_of(program):
         for c in _walk(term):
-            if isinstance(c, Const) and c.type == "int" and not INT64_MIN <= c.value <= INT64_MAX:
-                yield Diagnostic("number-range", f"{c.value} is out of the range of a 64-bit number", c.span,
-                                 str(c.value), f"numbers are 64-bit: from {INT64_MIN} to {INT64_MAX}")
+            if isinstance(c, Const) and c.type == "int" and not isinstance(c.value, bool) \
+                    and not numbers.holds(c.value, bits):
+                yield Diagnostic("number-range", f"{c.value} is out of the range of a {bits}-bit number", c.span,
+                                 str(c.value), f"numbers are {bits}-bit: {numbers.range_text(bits)}"
+                                 + ("" if bits == 64 else "; --number-bits 64 holds more"))
 
 
 def check_plans(program: Program) -> Iterator[Diagnostic]:

@@ -157,12 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress line on the terminal (it shows only when stderr is a terminal)")
     sub = p.add_subparsers(metavar="COMMAND")
 
-    c = sub.add_parser("load", parents=[common], help="parse a program into the catalog and summarize it")
+    c = sub.add_parser("load", parents=[common, width_option()], help="parse a program into the catalog and summarize it")
     c.add_argument("program", help="program file (.olg or .dl)")
     c.add_argument("--name", help="program name (default: the file stem)")
     c.set_defaults(func=cmd_load)
 
-    c = sub.add_parser("check", parents=[common], help="parse and check a program without storing it")
+    c = sub.add_parser("check", parents=[common, width_option()], help="parse and check a program without storing it")
     c.add_argument("program")
     c.set_defaults(func=cmd_check)
 
@@ -222,8 +222,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def width_option() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    _add_width_option(p)
+    return p
+
+
+def _add_width_option(p) -> None:
+    p.add_argument("--number-bits", type=int, choices=(64, 32), default=64, metavar="{64,32}",
+                   help="the width of number and unsigned: 64 (the default: Spark's bigint, Soufflé's "
+                        "-DSOUFFLE_DOMAIN_64BIT build) or 32 (Soufflé's default build); arithmetic, sums and "
+                        "shifts wrap around at it, as Soufflé's do, and an input value beyond it is an error")
+
+
+def number_bits(args) -> int:
+    """The `--number-bits` a command was given (64 when it has no such option)."""
+    return getattr(args, "number_bits", None) or 64
+
+
 def stage_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
+    _add_width_option(p)
     p.add_argument("--stage-path", action="append", default=[], metavar="DIR",
                    help="also load the .dl stages in DIR (repeatable)")
     p.add_argument("--skip", action="append", default=[], metavar="STAGE", help="leave STAGE out (repeatable)")
@@ -241,16 +260,17 @@ def stage_options() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------- commands
 
-def parse_and_check(path: str, name: str | None = None, verbose: bool = False):
+def parse_and_check(path: str, name: str | None = None, verbose: bool = False, number_bits: int = 64):
     """Read, parse and check a program file (no Spark); a program that computes nothing
     is reported as a warning: every command then exits 0 (`run` runs nothing), as Soufflé. `verbose` adds notes on
-    what is accepted without effect (storage hints)."""
+    what is accepted without effect (storage hints). `number_bits`: the width of whole
+    numbers (`--number-bits`, bootstrap/numbers.py)."""
     from .checks import check_program, qualifier_notes
     from .parser import parse_file
     from .source import empty_warning
 
     with doing(f"the reading and checking of {path}"):
-        program = check_program(parse_file(path, name))
+        program = check_program(parse_file(path, name, number_bits))
     for note in qualifier_notes(program) if verbose else ():
         _print_diagnostic(note.render(program.text), "cyan")
     from .strata import limitsize_without_effect
@@ -310,7 +330,7 @@ def stages_session(args):
 def cmd_check(args) -> int:
     from evita.runtime.inputs import check_io_params
 
-    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
+    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False), number_bits=number_bits(args))
     problems = check_io_params(program)
     if problems:
         raise EvitaError(problems, source=program.text, source_file=program.path)
@@ -323,7 +343,7 @@ def cmd_load(args) -> int:
     from evita.catalog.encode import encode
 
     started = time.perf_counter()
-    program = parse_and_check(args.program, args.name, getattr(args, "verbose", False))
+    program = parse_and_check(args.program, args.name, getattr(args, "verbose", False), number_bits(args))
     rows = encode(program)
     with doing("the writing of the program to the catalog"):
         store.save_program(None, rows)  # the catalog is files: writing them needs no Spark
@@ -438,7 +458,8 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     def phase(name):
         return phases.phase(name) if phases is not None else nullcontext()
 
-    program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False))
+    program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False),
+                                         number_bits=number_bits(args))
     rows = encode(program)
     _add_statistics(rows, program.name, measured, getattr(args, "warehouse", None))
     from evita.runtime.here import spark_asked_for
@@ -586,6 +607,9 @@ def cmd_explain(args) -> int:
     if args.stage and not shown:
         raise UserError(f"stage {args.stage} did not run for {program.name}; ran: "
                         f"{', '.join(d.stage for d in diffs) or 'none'}")
+    if program.number_bits != 64:  # not in the program's text: the catalog's program.number_bits
+        out.print(f"numbers: {program.number_bits} bits (--number-bits {program.number_bits}): arithmetic, sums "
+                  f"and shifts wrap around at {program.number_bits} bits")
     _print_diffs(shown, {v.number for v in comp.versions if v.skipped})
     graphs = _stage_graphs(args, program, comp, shown, spark)
     if args.dot:

@@ -1,15 +1,18 @@
 """Constant folding: a ground expression evaluated in the front end.
 
 Soufflé evaluates facts such as `rel(2^32-5).` and `expr(-(2^31)).`; the parser folds
-their arguments here, so a fact reaches the catalog holding constants only. Numbers are
-64-bit, as they are on Spark (docs/language.md, "Soufflé compatibility"); a result outside
-that range is an error rather than a silent wrap. On whole numbers the operators follow
+their arguments here, so a fact reaches the catalog holding constants only. Whole numbers
+have the program's width (`numbers.py`: 64 bits, or 32 with `--number-bits 32`): a
+literal outside it is an error (Soufflé's "Number constant not in range"), a result wraps
+around as Soufflé's does (two's complement). On whole numbers the operators follow
 Soufflé (and C): `/` truncates, `%` takes the sign of the dividend (-7 % 3 is -1), `^`
 is an exact power.
 
 >>> from evita.bootstrap.parser import parse_program
 >>> [f.atom.args[0].value for f in parse_program("r(2^32-5). r(-(2^31)). r(0x10 band 6). r(-7 % 3).").facts]
 [4294967291, -2147483648, 0, -1]
+>>> [f.atom.args[0].value for f in parse_program("r(2147483647 + 1). r(1 bshl 31).", number_bits=32).facts]
+[-2147483648, -2147483648]
 """
 from __future__ import annotations
 
@@ -17,10 +20,10 @@ import math
 import re
 from typing import Optional
 
+from . import numbers
 from .builtins import canonical, lookup
 from .syntax import FLOAT, INT, STRING, BinOp, Call, Const, UnOp
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class FoldError(Exception):
@@ -28,30 +31,33 @@ class FoldError(Exception):
     says why in the user's terms."""
 
 
-def fold(term) -> Optional[Const]:
+def fold(term, bits: int = numbers.DEFAULT_BITS) -> Optional[Const]:
     """The constant a ground term denotes, or None when it is not ground or uses
-    something folding does not know (the caller reports it as before). Raises FoldError."""
+    something folding does not know (the caller reports it as before). Raises FoldError.
+    `bits`: the program's width of whole numbers (`numbers.py`)."""
     if isinstance(term, Const):
-        return term
+        if term.type == INT and not isinstance(term.value, bool) and not numbers.holds(term.value, bits):
+            raise FoldError(f"{term.value} is out of the range of a {bits}-bit number")
+        return term  # as written: an unsigned literal keeps its value (the planner holds its bit pattern)
     if isinstance(term, UnOp):
-        arg = fold(term.arg)
+        arg = fold(term.arg, bits)
         if arg is None or arg.type not in (INT, FLOAT):
             return None
         if term.op == "-":
-            return _number(-arg.value, term)
+            return _number(-arg.value, term, bits)
         return None
     if isinstance(term, BinOp) and term.op in _ARITHMETIC:
-        left, right = fold(term.left), fold(term.right)
+        left, right = fold(term.left, bits), fold(term.right, bits)
         if left is None or right is None or not _numeric(left, right):
             return None
-        return _number(_ARITHMETIC[term.op](left.value, right.value, term), term)
+        return _number(_ARITHMETIC[term.op](left.value, right.value, term), term, bits)
     if isinstance(term, Call) and canonical(term.func) == "as" and len(term.args) == 2:
-        return fold(term.args[0])  # a cast: the value itself (bootstrap/casts.py)
+        return fold(term.args[0], bits)  # a cast: the value itself (bootstrap/casts.py)
     if isinstance(term, Call):
-        args = [fold(a) for a in term.args]
+        args = [fold(a, bits) for a in term.args]
         if any(a is None for a in args):
             return None
-        return _call(canonical(term.func), args, term)
+        return _call(canonical(term.func), args, term, bits)
     return None
 
 
@@ -59,13 +65,11 @@ def _numeric(*consts) -> bool:
     return all(c.type in (INT, FLOAT) for c in consts)
 
 
-def _number(value, term) -> Const:
+def _number(value, term, bits: int) -> Const:
     if isinstance(value, bool):
         value = int(value)
-    if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise FoldError(f"{value} is out of the range of a 64-bit number")
-        return Const(value, INT, term.span)
+    if isinstance(value, int):  # wraps around, as Soufflé's arithmetic does
+        return Const(numbers.wrap(value, bits), INT, term.span)
     if not math.isfinite(value):
         raise FoldError(f"the value is {value}, which no number column holds")
     return Const(float(value), FLOAT, term.span)
@@ -104,53 +108,48 @@ _ARITHMETIC = {
 }
 
 
-def wrap64(v: int) -> int:
-    """A whole number as a two's-complement 64-bit value (what Spark's shifts produce)."""
-    v &= (1 << 64) - 1
-    return v - (1 << 64) if v >> 63 else v
-
-
-# Bitwise and logical functors on whole numbers. The shift distance is taken modulo 64,
-# as the JVM (and so Spark) does.
+# Bitwise and logical functors on whole numbers of `bits` bits (the last argument). The
+# shift distance is taken modulo the width, as the JVM (and so Spark) does at 64 bits and
+# x86 does at 32; a logical shift right shifts the width's bit pattern.
 BITWISE = {
-    "band": lambda a, b: a & b,
-    "bor": lambda a, b: a | b,
-    "bxor": lambda a, b: a ^ b,
-    "bshl": lambda a, b: wrap64(a << (b & 63)),
-    "bshr": lambda a, b: a >> (b & 63),
-    "bshru": lambda a, b: wrap64((a & ((1 << 64) - 1)) >> (b & 63)),
-    "land": lambda a, b: int(a != 0 and b != 0),
-    "lor": lambda a, b: int(a != 0 or b != 0),
-    "lxor": lambda a, b: int((a != 0) != (b != 0)),
-    "bnot": lambda a: ~a,
-    "lnot": lambda a: int(a == 0),
+    "band": lambda a, b, bits: a & b,
+    "bor": lambda a, b, bits: a | b,
+    "bxor": lambda a, b, bits: a ^ b,
+    "bshl": lambda a, b, bits: numbers.wrap(a << (b & (bits - 1)), bits),
+    "bshr": lambda a, b, bits: a >> (b & (bits - 1)),
+    "bshru": lambda a, b, bits: numbers.wrap((a & ((1 << bits) - 1)) >> (b & (bits - 1)), bits),
+    "land": lambda a, b, bits: int(a != 0 and b != 0),
+    "lor": lambda a, b, bits: int(a != 0 or b != 0),
+    "lxor": lambda a, b, bits: int((a != 0) != (b != 0)),
+    "bnot": lambda a, bits: ~a,
+    "lnot": lambda a, bits: int(a == 0),
 }
 
 
-def _call(name: str, args: list, term) -> Optional[Const]:
+def _call(name: str, args: list, term, bits: int) -> Optional[Const]:
     fn = lookup(name)
     if fn is None or not fn.accepts(len(args)):
         return None  # the static checks report it
     if name in BITWISE:
         if not all(a.type == INT for a in args):
             raise FoldError(f"{name} takes whole numbers")
-        return _number(BITWISE[name](*(a.value for a in args)), term)
+        return _number(BITWISE[name](*(a.value for a in args), bits), term, bits)
     if name == "pow" and len(args) == 2 and _numeric(*args):
-        return _number(power(args[0].value, args[1].value), term)
+        return _number(power(args[0].value, args[1].value), term, bits)
     if name == "cat" and all(a.type in (STRING, INT) for a in args):  # a number as its text, as in rules
         return Const("".join(str(a.value) for a in args), STRING, term.span)
     folded = _FUNCTORS.get(name)
     if folded is not None:
         value = folded(*args)
         if value is not None:
-            return value if isinstance(value, Const) else _constant(value, term)
+            return value if isinstance(value, Const) else _constant(value, term, bits)
     return None
 
 
-def _constant(value, term) -> Const:
+def _constant(value, term, bits: int) -> Const:
     if isinstance(value, str):
         return Const(value, STRING, term.span)
-    return _number(value, term)
+    return _number(value, term, bits)
 
 
 _WHOLE = re.compile(r"\s*[+-]?\d+\s*")

@@ -58,7 +58,7 @@ def _lark() -> Lark:
 # ---------------------------------------------------------------- public API
 
 def parse_program(text: str, path: str = "<string>", name: Optional[str] = None, *,
-                  _including: tuple = (), _macros: Optional[dict] = None, _included: bool = False) -> Program:
+                  number_bits: int = 64, _including: tuple = (), _macros: Optional[dict] = None, _included: bool = False) -> Program:
     """Parse and lower a whole program. Raises `EvitaError` with every diagnostic found.
     The C preprocessor subset Soufflé programs use runs first (`preprocess.py`):
     `#define`, `#ifdef` and the like, and `#include "FILE"`, which brings in the
@@ -75,13 +75,14 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     except VisitError as e:  # a bug in the builder, not the user's: let it surface plainly
         raise e.orig_exc from None
     lowering = Lowering(path, builder.diagnostics)
+    lowering.number_bits = number_bits  # facts' constant expressions fold at the program's width
     if _included:  # generated labels name their file: rule1 of lib.dl is not rule1 of the includer
         lowering.label_prefix = re.sub(r"\W", "_", Path(path).stem) + "_"
     statements = lowering.run(items.children if hasattr(items, "children") else items)
     if lowering.diagnostics:
         raise EvitaError(lowering.diagnostics, source=text)
     if pre.includes:
-        statements = _spliced(statements, pre.includes, path, text_as_given, _including)
+        statements = _spliced(statements, pre.includes, path, text_as_given, _including, number_bits)
     if not _included:  # an included file's components are expanded with the includer's statements
         statements = autoinc_numbered(expand_components(statements, text, path))
     statements = inline_relations(statements)
@@ -89,7 +90,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         else "overlog"
     if lowering.aggregate_helpers and dialect == "souffle":
         statements = lowering.declare_helpers(statements)
-    return Program(name or _program_name(path), tuple(statements), path, dialect, text_as_given)
+    return Program(name or _program_name(path), tuple(statements), path, dialect, text_as_given, number_bits)
 
 
 # Where an #include not found beside the including file is looked for last: Evita's own stages,
@@ -97,7 +98,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
 SHIPPED_STAGES = Path(__file__).resolve().parent.parent / "stages"
 
 
-def _spliced(statements: list, includes: list, path: str, text: str, including: tuple) -> list:
+def _spliced(statements: list, includes: list, path: str, text: str, including: tuple,
+             number_bits: int = 64) -> list:
     here = Path(path).resolve() if path and not path.startswith("<") else None
     base = here.parent if here else Path.cwd()
     out = list(statements)
@@ -118,15 +120,15 @@ def _spliced(statements: list, includes: list, path: str, text: str, including: 
                                          span, f'#include "{name}"', "remove the #include that closes the cycle")],
                              source=text)
         inner = parse_program(read_source(target), str(target), _including=including + ((here,) if here else ()),
-                              _macros=inc.macros, _included=True)
+                              _macros=inc.macros, _included=True, number_bits=number_bits)
         at = next((i for i, s in enumerate(out) if getattr(s, "span", None) is not None
                    and s.span.file == path and s.span.line > line), len(out))
         out[at:at] = list(inner.statements)
     return out
 
 
-def parse_file(path, name: Optional[str] = None) -> Program:
-    return parse_program(read_source(path), str(path), name)
+def parse_file(path, name: Optional[str] = None, number_bits: int = 64) -> Program:
+    return parse_program(read_source(path), str(path), name, number_bits=number_bits)
 
 
 def parse_rule(text: str) -> Rule:

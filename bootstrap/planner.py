@@ -31,10 +31,12 @@ from ..runtime.dataflow import (
     term_text,
 )
 from ..runtime.inputs import size_limits
+from . import numbers
 from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError, plural
 from .lowering.division import whole_divisions
+from .lowering.width import at_width
 from .ranges import is_range
 from .types import TypeSystem
 
@@ -77,6 +79,7 @@ class _Planner:
     def run(self) -> Dataflow:
         prog = self.program
         rules = whole_divisions(G.same_timestep(prog, writes=True), prog)  # Soufflé's `/` on numbers
+        rules = at_width(rules, prog)  # wrap around at 32 bits (--number-bits 32)
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)
         self.raise_if_failed()
@@ -126,7 +129,7 @@ class _Planner:
         facts = self.facts(prog, relations)
         self.raise_if_failed()
         queries = tuple(q.atom for q in prog.of(S.Query))
-        return Dataflow(prog.name, relations, facts, strata, queries, deferred)
+        return Dataflow(prog.name, relations, facts, strata, queries, deferred, prog.number_bits)
 
     def subsumption(self, relations: dict, graph: dict) -> dict:
         """Soufflé's subsumption (`lowering/subsumption.py`): helper relation -> the relation
@@ -341,7 +344,8 @@ class _Planner:
         out = []
         for f in prog.facts:
             try:
-                out.append((f.atom.relation, tuple(const_value(a) for a in f.atom.args)))
+                out.append((f.atom.relation, tuple(numbers.held(const_value(a), prog.number_bits)
+                                                   for a in f.atom.args)))
             except ValueError as e:
                 self.fail("fact-not-ground", f"fact of {f.atom.relation} has a non-constant argument {e}",
                           f.span, term_text(f.atom), "facts hold constants only")

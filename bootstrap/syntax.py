@@ -380,6 +380,7 @@ class Program:
     path: str = ""
     dialect: str = "overlog"  # "overlog" or "souffle"
     text: str = field(default="", compare=False, repr=False)
+    number_bits: int = 64  # the width of whole numbers, 64 or 32 (bootstrap/numbers.py)
 
     def of(self, kind) -> list:
         return [s for s in self.statements if isinstance(s, kind)]

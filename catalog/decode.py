@@ -128,7 +128,7 @@ class _Decoder:
         stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))
         p = self.prog
         return Program(p["name"], tuple(s[3] for s in stmts), p["path"] or "", p["dialect"],
-                       p["text"] or "")
+                       p["text"] or "", p.get("number_bits") or 64)
 
     def plans(self) -> list:
         """`.plan` statements: the physical decisions stages wrote (after every other)."""

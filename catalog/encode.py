@@ -89,7 +89,7 @@ class _Encoder:
 
     def run(self) -> CatalogRows:
         p = self.p
-        self.rows.add("program", id=self.pid, name=p.name, dialect=p.dialect, stage="parse",
+        self.rows.add("program", id=self.pid, name=p.name, dialect=p.dialect, number_bits=p.number_bits, stage="parse",
                       path=p.path or None, text=p.text or None)
         rule_ids = self._rule_ids()
         for pos, s in enumerate(p.statements):

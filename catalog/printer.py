@@ -110,6 +110,8 @@ def format_expr(t) -> str:
         return f"{t.func}({', '.join(format_expr(a) for a in t.args)})"
     if isinstance(t, ListExpr):
         return f"[{', '.join(format_expr(a) for a in t.items)}]"
+    if isinstance(t, UnOp) and t.op.isalnum():  # the planner's wrap32 (bootstrap/lowering/width.py)
+        return f"{t.op}({format_expr(t.arg)})"
     if isinstance(t, UnOp):
         return f"{t.op}{_wrap(t.arg, UNARY)}"
     if isinstance(t, BinOp):

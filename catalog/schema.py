@@ -94,6 +94,8 @@ TABLES = (
         ("id", STRING, "program id: the program's name"),
         ("name", STRING, "name, from the file stem unless given"),
         ("dialect", STRING, "'overlog' or 'souffle' (how undeclared relations are treated)"),
+        ("number_bits", INT, "the width of whole numbers, 64 or 32 (`--number-bits`): arithmetic wraps "
+                             "around at it, as Soufflé's does"),
         ("stage", STRING, "last compiler stage that completed ('parse' after loading)"),
         Col("path", STRING, "file the program was read from", source=True),
         Col("text", STRING, "the source text as loaded", source=True),

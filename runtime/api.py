@@ -71,19 +71,23 @@ class StageOptions:
 
 
 def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), skip=(), only=None,
-            choose: Optional[dict] = None, max_iterations: int = 1000) -> "Program":
+            choose: Optional[dict] = None, max_iterations: int = 1000, number_bits: int = 64) -> "Program":
     """Parse, check and compile `program` through the stage lattice, as `evita compile`
     does (every version is kept in the catalog). `program`: a path (str or Path) to a
     .dl/.olg file, or the program's text. `name`: the program's name in the catalog
     (default: the file's stem; "program" for text). `spark`: the session to run on
     (default: the active one, else one `evita` starts as the command line does).
     Stage options: `stage_paths` (folders of more .dl stages), `skip`, `only`,
-    `choose` ({group: stage})."""
+    `choose` ({group: stage}). `number_bits`: the width of number and unsigned, 64 (the
+    default) or 32 (Soufflé's default build), as `--number-bits`."""
     from ..bootstrap.checks import check_program
     from ..bootstrap.source import empty_warning
     from .inputs import check_io_params
 
-    parsed = check_program(_parse(program, name))  # before Spark: a bad program fails fast
+    if number_bits not in (32, 64):
+        raise EvitaError([Diagnostic("bad-option", f"number_bits is {number_bits!r}", API, str(number_bits),
+                                     "give number_bits=64 (the default) or number_bits=32")])
+    parsed = check_program(_parse(program, name, number_bits))  # before Spark: a bad program fails fast
     problems = check_io_params(parsed)
     warning = empty_warning(parsed)
     if warning is not None:  # `evita run` stops there too: almost surely the wrong file
@@ -345,7 +349,7 @@ class Result(Mapping):
         return self.engine.rows(relation)
 
 
-def _parse(program, name: Optional[str]):
+def _parse(program, name: Optional[str], number_bits: int = 64):
     """A path (str or Path) to a program file, or the program's text."""
     from ..bootstrap.parser import parse_file, parse_program
 
@@ -354,11 +358,11 @@ def _parse(program, name: Optional[str]):
         if not path.is_file():
             raise EvitaError([Diagnostic("no-file", f"no program file {path}", API, str(program),
                                          "give a path to a .dl or .olg file, or the program's text")])
-        return parse_file(path, name)
+        return parse_file(path, name, number_bits)
     if not isinstance(program, str):
         raise EvitaError([Diagnostic("bad-program", f"a program is a path or its text, not "
                                      f"{type(program).__name__}", API, "")])
-    return parse_program(program, "<string>", name or "program")
+    return parse_program(program, "<string>", name or "program", number_bits=number_bits)
 
 
 def _looks_like_path(text: str) -> bool:

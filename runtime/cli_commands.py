@@ -258,7 +258,7 @@ def cmd_run(args) -> int:
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames, held=held, columns=columns)
+        print_tables(console, frames, held=held, columns=columns, unsigned=unsigned_columns(result.dataflow))
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
@@ -316,7 +316,7 @@ def run_file(args, spark=None, previews: bool = False):
     again (persist those Spark computes). Returns (program, dataflow, result, inputs,
     phases), or None when the program computes nothing (reported as a warning)."""
     from ..bootstrap.activity import doing
-    from ..bootstrap.cli import parse_and_check, print_note, report_warning
+    from ..bootstrap.cli import number_bits, parse_and_check, print_note, report_warning
     from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
@@ -330,7 +330,8 @@ def run_file(args, spark=None, previews: bool = False):
 
     phases = Phases()
     with phases.phase("parse and check"):
-        program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
+        program = parse_and_check(args.program, verbose=getattr(args, "verbose", False),
+                                  number_bits=number_bits(args))
     if empty_warning(program) is not None:  # already shown: there is nothing to run
         return None
     from ..bootstrap.strata import one_timestep
@@ -440,14 +441,14 @@ def cmd_analyze(args) -> int:
     from rich.table import Table
 
     from ..bootstrap.activity import doing
-    from ..bootstrap.cli import parse_and_check, report_warning
+    from ..bootstrap.cli import number_bits, parse_and_check, report_warning
     from ..bootstrap.planner import plan
     from .inputs import facts_dir_of, not_given, resolve_inputs
     from .io import gather_inputs
     from .session import spark_session
     from .statistics import DISTINCT_RSD, measure, store
 
-    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False))
+    program = parse_and_check(args.program, verbose=getattr(args, "verbose", False), number_bits=number_bits(args))
     facts_dir, asked = facts_dir_of(args)
     files = resolve_inputs(program, args.input, facts_dir, missing_ok=not asked)
     for warning in not_given(program, files, None if asked else facts_dir):
@@ -490,12 +491,19 @@ def _num(v) -> str:
     return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
 
 
+def unsigned_columns(dataflow) -> dict:
+    """relation -> (positions of its unsigned columns, the program's width of numbers)."""
+    return {name: ({i for i, t in enumerate(s.types) if t == "unsigned"}, dataflow.number_bits)
+            for name, s in dataflow.relations.items() if "unsigned" in (s.types or ())}
+
+
 def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None,
-                 columns: Optional[dict] = None) -> None:
+                 columns: Optional[dict] = None, unsigned: Optional[dict] = None) -> None:
     """Each relation's first rows in column order: from the driver's own table when the
     run left one there (`held`: name -> pandas table, as `Result.held`; its frame may be
     None), the others with one Spark action for all of them. `columns`: name -> the
-    column names shown (default the frame's)."""
+    column names shown (default the frame's). `unsigned`: as `unsigned_columns`, shown
+    as Soufflé writes them (a bit pattern with the sign bit set is a large value)."""
     import json
     from functools import reduce
 
@@ -542,9 +550,14 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
         if not table.columns:  # a proposition: one row "()" when it holds
             table.add_column("()")
             got = [["()"] for _ in got]
+        positions, bits = (unsigned or {}).get(name, ((), 64))
         for r in sorted(got[:limit], key=row_key):  # by the columns' types: 2 before 10
-            table.add_row(*[Text(_cell(v)) for v in r])
+            table.add_row(*[Text(_cell(_as_unsigned(v, bits) if j in positions else v)) for j, v in enumerate(r)])
         console.print(table)
+
+
+def _as_unsigned(v, bits: int):
+    return v + (1 << bits) if isinstance(v, int) and not isinstance(v, bool) and v < 0 else v
 
 
 def _first_rows(table, n: int) -> Optional[list]:

@@ -72,13 +72,14 @@ def arrow_type(spark_type: str, held: bool = False):
 
 _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "floor", "log", "exp",
-               "hash", "upper", "lower")
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
+               "exp", "hash", "upper", "lower")
 _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
                # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
                "set": lambda v: tuple(sorted(set(v.dropna()))), "list": lambda v: tuple(sorted(v.dropna())),
+               "sum32": lambda v: int(_wrap32(v.sum())),  # a whole sum at 32 bits (bootstrap/lowering/width.py)
                "autoinc": None}  # numbers the groups: `_numbered`
 
 
@@ -537,6 +538,8 @@ def _vector(t, b, condition: bool = False):
         return _const(t)
     if isinstance(t, S.UnOp):
         v = _vector(t.arg, b)
+        if t.op == "wrap32":
+            return _wrap32(_whole(v))
         return -v if t.op == "-" else ~np.asarray(v, dtype=bool)
     if isinstance(t, S.Cond):
         n = len(b)
@@ -618,6 +621,14 @@ def _whole(v):
     if not np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.bool_):
         raise Unsupported("a bitwise functor on values that are not whole numbers")
     return a.astype(np.int64)
+
+
+def _wrap32(v):
+    """A whole number at 32 bits (bootstrap/lowering/width.py): its low 32 bits, as two's
+    complement, held in 64 (numpy's cast keeps the low bits, as C's does)."""
+    import numpy as np
+
+    return np.asarray(v, dtype=np.int64).astype(np.int32).astype(np.int64)
 
 
 def _bitwise(name: str, args: list):
@@ -764,6 +775,7 @@ _TEXT_FUNCTIONS = {
     "reprefix": _reprefix,
     "to_float": _to_float,
     "to_number": _to_number,
+    "to_unsigned": _to_number,  # held in the same signed column (runtime/sql.py casts both to bigint)
     "floor": _floor,
     "log": _ln,
     "exp": _exp,

@@ -8,6 +8,10 @@ A case is a directory `DIR/<construct>/<case>/` holding
                          as the directive's `filename=` says, if it does)
     expected/error.txt   instead: the program must be rejected with a diagnostic whose
                          code or message contains each non-empty line of this file
+    options              optional: `evita run` options the case runs with, as written on a
+                         command line (`--number-bits 32`: Soufflé's default 32-bit build);
+                         an `options` file in `DIR/<construct>/` holds for each of its cases
+                         (the case's own come after, so they win)
 
 Each case runs as `evita run prog.dl -F facts -D out` does (`cli_commands.run_file`:
 the same parse, checks, stages, planner, engine and output writer), in the session
@@ -40,6 +44,17 @@ class Case:
     @property
     def id(self) -> str:
         return f"{self.construct}/{self.name}"
+
+    @property
+    def options(self) -> list:
+        """The `evita run` options of the case: its construct's `options` file, then its own."""
+        import shlex
+
+        found = []
+        for f in (self.path.parent / "options", self.path / "options"):
+            if f.is_file():
+                found += shlex.split(f.read_text(encoding="utf-8"), comments=True)
+        return found
 
     @property
     def expected_error(self) -> Optional[list]:
@@ -130,7 +145,10 @@ def run_case(spark, case: Case, out_dir: Path, verbose: bool = False) -> tuple:
     argv = ["run", str(case.path / "prog.dl"), "-D", str(out_dir)]
     if (case.path / "facts").is_dir():
         argv += ["-F", str(case.path / "facts")]
-    args = build_parser().parse_args(argv + (["--verbose"] if verbose else []))
+    try:
+        args = build_parser().parse_args(argv + case.options + (["--verbose"] if verbose else []))
+    except SystemExit:  # argparse has said what is wrong on stderr
+        return f"its options file holds options `evita run` does not take: {' '.join(case.options)}", {}
     # A case's catalog is not stored: writing hundreds of catalogs to the warehouse took a
     # quarter of the corpus' time, and a case is judged by its outputs (`evita run` on the
     # same program stores it).

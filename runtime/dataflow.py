@@ -214,6 +214,7 @@ class Dataflow:
     strata: list
     queries: tuple = ()  # atoms of `query` statements
     deferred: tuple = ()  # rule labels this one-timestep runtime does not run (@next)
+    number_bits: int = 64  # the width of whole numbers (bootstrap/numbers.py): how files are read and written
 
     def storage(self, name: str) -> Storage:
         return self.relations[name]
@@ -374,6 +375,8 @@ def term_text(t, prec: int = 0) -> str:
         p = _PREC.get(t.op, 3)
         text = f"{term_text(t.left, p)} {t.op} {term_text(t.right, p + 1)}"
         return f"({text})" if p < prec else text
+    if isinstance(t, S.UnOp) and t.op.isalnum():  # the planner's wrap32 (bootstrap/lowering/width.py)
+        return f"{t.op}({term_text(t.arg)})"
     if isinstance(t, S.UnOp):
         return f"{t.op}{term_text(t.arg, 9)}"
     if isinstance(t, S.Cond):

@@ -254,7 +254,8 @@ def lower(program: S.Program) -> Timed:
                 (f"join{int(k[4:]) + 1}", v) if k.startswith("join") else (k, v) for k, v in s.params)))
         else:
             statements.append(s)
-    lowered = S.Program(program.name, tuple(statements) + tuple(rules), program.path, program.dialect, program.text)
+    lowered = S.Program(program.name, tuple(statements) + tuple(rules), program.path, program.dialect, program.text,
+                        program.number_bits)
     outputs = [d.relation for d in program.of(S.IODirective) if d.direction == "output"]
     shown = list(dict.fromkeys(outputs or [q.atom.relation for q in program.of(S.Query)]))
     return Timed(program.name, lowered, arity, nexts, sends, components, facts, read, shown, uses_clock, location,

@@ -663,7 +663,10 @@ class _Engine:
         exprs = []
         for i, func in aggs.items():
             c = F.col(f"c{i}")
-            e = {"count": F.count(c), "sum": F.sum(c), "min": F.min(c), "max": F.max(c), "avg": F.avg(c),
+            e = {"count": F.count(c), "min": F.min(c), "max": F.max(c), "avg": F.avg(c),
+                 # sums wrap around (_SQL_AGGREGATES)
+                 "sum": F.expr(_SQL_AGGREGATES["sum"].format(f"c{i}")),
+                 "sum32": F.expr(_SQL_AGGREGATES["sum32"].format(f"c{i}")),
                  "set": F.array_sort(F.array_distinct(F.collect_list(c))),
                  "list": F.array_sort(F.collect_list(c))}[func]
             exprs.append(e.alias(f"c{i}"))
@@ -1027,7 +1030,14 @@ def _distinct_select(union):
     return select_all(_subquery(union)).distinct(copy=False)
 
 
-_SQL_AGGREGATES = {"count": "count({})", "sum": "sum({})", "min": "min({})", "max": "max({})", "avg": "avg({})",
+# A sum wraps around as Soufflé's does: at 64 bits where Spark's ANSI sum would fail with
+# ARITHMETIC_OVERFLOW (try_sum is null then, and the exact decimal sum is taken modulo
+# 2^64, as runtime/sql.py `wrap64`); `sum32` (bootstrap/lowering/width.py) at 32 bits.
+_SQL_AGGREGATES = {"count": "count({})",
+                   "sum": "coalesce(try_sum({0}), CAST(pmod(try_sum(try_cast({0} AS DECIMAL(38,0))) + "
+                          "9223372036854775808, 18446744073709551616) - 9223372036854775808 AS BIGINT))",
+                   "sum32": "(((sum({}) + 2147483648) & 4294967295) - 2147483648)",
+                   "min": "min({})", "max": "max({})", "avg": "avg({})",
                    "set": "array_sort(array_distinct(collect_list({})))", "list": "array_sort(collect_list({}))"}
 
 

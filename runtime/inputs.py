@@ -46,6 +46,7 @@ class InputFile:
     option: bool = False  # given by --input (else by -F and the directive)
     headers: bool = False  # Soufflé headers=true: the first line names the columns
     quoted: bool = False  # Soufflé rfc4180=true: "..." fields, "" a quote inside them
+    number_bits: int = 64  # the program's width of whole numbers: a value beyond it is an error
 
 
 @dataclass(frozen=True)

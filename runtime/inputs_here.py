@@ -18,7 +18,7 @@ from ..bootstrap.diagnostics import EvitaError
 from ..catalog.fs import Loc
 from .io import DECLARED
 from .validate import (_INFERRED, MAX_SHOWN, NOT_UTF8, TOO_FEW_OR_MANY, _diagnostic, _rest_note, _shown_path,
-                       is_parquet, is_quoted, separator)
+                       input_range, is_parquet, is_quoted, separator)
 
 
 class NotHere(Exception):
@@ -167,7 +167,7 @@ class _Checked:
         here, parsed = err[idx], {}
         for c, (col, target) in enumerate(zip(columns, self.targets)):
             if target not in (None, "string"):
-                parsed[c] = parse(col, target, s.types[c])
+                parsed[c] = parse(col, target, s.types[c], f.number_bits)
                 here[(here == _ROW) & ~parsed[c][0]] = c
         err[idx] = here
         good = here == _ROW
@@ -243,9 +243,11 @@ def _from_hex(text: str) -> float:
         return float("-inf") if text.startswith("-") else float("inf")
 
 
-def parse(col, target: str, declared: str) -> tuple:
+def parse(col, target: str, declared: str, bits: int = 64) -> tuple:
     """Spark's `try_cast(text AS target)` of an Arrow string column: (parsed: numpy bool,
-    values: numpy, arbitrary where not parsed). `declared` unsigned also wants >= 0."""
+    values: numpy, arbitrary where not parsed). A whole value must be in the range of
+    `declared` at `bits` (`validate.input_range`: an unsigned 0 or more), and an unsigned
+    is held as the width's bit pattern, as `validate._held` gives it."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -261,8 +263,11 @@ def parse(col, target: str, declared: str) -> tuple:
         digits = pc.if_else(pc.equal(digits, ""), "0", digits)
         text = pc.if_else(ok, pc.if_else(neg, pc.binary_join_element_wise("-", digits, ""), digits), "0")
         values = pc.cast(text, "int64").to_numpy(zero_copy_only=False)
-        if declared == "unsigned":
-            ok = ok & (values >= 0)
+        if declared == "unsigned" or bits < 64:
+            low, high = input_range(declared, bits)
+            ok = ok & (values >= low) & (values <= high)
+        if declared == "unsigned" and bits < 64:
+            values = values.astype(np.int32).astype(np.int64)  # the low 32 bits, as two's complement
         return ok, values
     if target == "double":
         t = pc.utf8_trim(col, characters=_TRIM)

@@ -192,7 +192,10 @@ def input_pairs(dataflow: Dataflow, files: dict) -> list:
     if problems:
         raise EvitaError(problems)
     # A relation the stages removed (nothing reads it any more) needs no file.
-    return [(f, dataflow.relations[f.relation]) for f in files.values() if f.relation in dataflow.relations]
+    from dataclasses import replace
+
+    return [(replace(f, number_bits=dataflow.number_bits), dataflow.relations[f.relation])
+            for f in files.values() if f.relation in dataflow.relations]
 
 
 # ---------------------------------------------------------------- writing
@@ -239,7 +242,7 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
         if f.relation not in tables:
             tables[f.relation] = _arrow_table(result, f.relation)
         text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats, getattr(f, "quoted", False),
-                                    _unsigned_columns(result, f.relation)))
+                                    _unsigned_columns(result, f.relation), result.dataflow.number_bits))
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
@@ -337,24 +340,27 @@ def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
     return csv_text(table, sep, souffle_floats).to_pylist()
 
 
-def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False, unsigned=frozenset()):
+def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False, unsigned=frozenset(),
+             bits: int = 64):
     """`csv_lines` as an Arrow string array. `quoted` (Soufflé's rfc4180=true): every
     text value in double quotes, a quote inside it doubled (RFC 4180). `unsigned`: the
-    positions of unsigned columns, written as Soufflé writes them, modulo 2^64 (numbers
-    are 64 bits here): to_unsigned(-1) is 18446744073709551615, not -1."""
+    positions of unsigned columns, written as Soufflé writes them, modulo 2^bits (the
+    program's width, bootstrap/numbers.py): to_unsigned(-1) is 18446744073709551615 at
+    64 bits, 4294967295 at 32."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from .order import sorted_table
 
+    for i in sorted(unsigned):  # unsigned before sorting: 4294967295 sorts after 10
+        col = table.column(i).combine_chunks()
+        if pa.types.is_signed_integer(col.type):
+            table = table.set_column(i, table.schema.field(i).name, _as_unsigned(col, bits))
     table = sorted_table(table)  # by the columns' types (numbers numerically), before they become text
     columns = []
     for i, col in enumerate(table.columns):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         t = col.type
-        if i in unsigned and pa.types.is_signed_integer(t):
-            col = _as_unsigned(col)
-            t = col.type
         if pa.types.is_boolean(t):
             text = pc.if_else(col, "true", "false")
         elif pa.types.is_floating(t):  # Arrow prints 2.0 as "2"; Python as "2.0"
@@ -372,14 +378,16 @@ def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False
     return pc.binary_join_element_wise(*columns, sep) if len(columns) > 1 else columns[0]
 
 
-def _as_unsigned(col):
-    """A signed 64-bit column as unsigned: a negative value wraps to 2^64 + value."""
+def _as_unsigned(col, bits: int = 64):
+    """A signed column as unsigned at `bits`: a negative value wraps to 2^bits + value."""
     import numpy as np
     import pyarrow as pa
 
     values = col.to_numpy(zero_copy_only=False)
     mask = col.is_null().to_numpy(zero_copy_only=False)
     wrapped = np.where(mask, 0, values).astype(np.int64).view(np.uint64)
+    if bits < 64:
+        wrapped = wrapped & np.uint64((1 << bits) - 1)
     return pa.array(wrapped, pa.uint64(), mask=mask)
 
 

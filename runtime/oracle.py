@@ -47,6 +47,7 @@ class NoValue(Exception):
 def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 10_000) -> dict:
     """relation -> set of tuples (lists as tuples)."""
     _DIALECT[0] = program.dialect
+    _BITS[0] = program.number_bits
     db: dict = defaultdict(set)
     for f in program.facts:
         db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
@@ -212,7 +213,7 @@ def _agg(func, vals):
     if func == "count":
         return len(present)
     if func == "sum":
-        return sum(present) if present else None
+        return _whole(sum(present)) if present else None
     if func == "min":
         return min(present) if present else None
     if func == "max":
@@ -328,7 +329,7 @@ def _match(args, t, env):
 
 def _const(t):
     if isinstance(t, S.Const):
-        return math.inf if t.type == S.INFINITY else t.value
+        return math.inf if t.type == S.INFINITY else _whole(t.value)
     if isinstance(t, S.ListExpr):
         return tuple(_const(a) for a in t.items)
     if isinstance(t, S.UnOp) and t.op == "-":
@@ -340,6 +341,20 @@ def _const(t):
 # `evaluate`) and both values are whole numbers. Decided on the values, not the planner's
 # types, so that the two are checked against each other.
 _DIALECT = ["overlog"]
+
+
+# The width of whole numbers (`Program.number_bits`, set by `evaluate`): every whole
+# result wraps around at it, as Soufflé's does (two's complement), decided on the values.
+_BITS = [64]
+
+
+def _whole(v):
+    """`v` wrapped at the program's width when it is a whole number."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        bits = _BITS[0]
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+    return v
 
 
 def _souffle_whole(a, b) -> bool:
@@ -355,7 +370,7 @@ def _eval(t, env):
         return tuple(_eval(a, env) for a in t.items)
     if isinstance(t, S.UnOp):
         v = _eval(t.arg, env)
-        return None if v is None else (-v if t.op == "-" else not v)
+        return None if v is None else (_whole(-v) if t.op == "-" else not v)
     if isinstance(t, S.Cond):
         return _eval(t.then, env) if _eval(t.test, env) else _eval(t.other, env)
     if isinstance(t, S.BinOp):
@@ -367,15 +382,15 @@ def _eval(t, env):
         if a is None or b is None:
             return None
         if t.op == "+":
-            return a + b
+            return _whole(a + b)
         if t.op == "-":
-            return a - b
+            return _whole(a - b)
         if t.op == "*":
-            return a * b
+            return _whole(a * b)
         if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
             if b == 0:
                 raise NoValue(t)
-            return (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1)
+            return _whole((abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1))
         if t.op == "/":
             return None if b == 0 else a / b
         if t.op == "%":
@@ -413,7 +428,7 @@ def _eval(t, env):
         if name == "match":  # Python's re for Java's: the same on the patterns the tests use
             return None if None in args else re.fullmatch(args[0], args[1]) is not None
         if name in ("to_number", "to_unsigned"):
-            return _to_number(args[0])
+            return _whole(_to_number(args[0]))
         if name == "to_float":
             return _to_float(args[0])
         if name == "reprefix":
@@ -424,7 +439,7 @@ def _eval(t, env):
         if name == "id":
             return ":".join(_text(a) for a in args)
         if name == "abs":
-            return abs(args[0])
+            return _whole(abs(args[0]))
         if name in ("upper", "lower"):
             return None if args[0] is None else getattr(str(args[0]), name)()
         if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
@@ -436,7 +451,7 @@ def _eval(t, env):
         if name == "exp":
             return None if args[0] is None else math.exp(args[0])
         if name in _BITWISE:
-            return None if any(a is None for a in args) else _BITWISE[name](*args)
+            return None if any(a is None for a in args) else _BITWISE[name](*args, _BITS[0])
         if name == "pow":  # Spark's power: always a float
             return None if any(a is None for a in args) else float(args[0]) ** args[1]
         if name == "min":
@@ -473,19 +488,15 @@ def _to_float(v):
     return None if v is None else float(v)
 
 
-def _int64(v: int) -> int:
-    v &= (1 << 64) - 1
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-# Soufflé's bitwise and logical functors over 64-bit whole numbers; shift distances
-# count modulo 64 (the JVM's rule, so Spark's).
+# Soufflé's bitwise and logical functors over whole numbers of `w` bits (the program's
+# width); shift distances count modulo the width (the JVM's rule at 64, so Spark's).
 _BITWISE = {
-    "band": lambda a, b: a & b, "bor": lambda a, b: a | b, "bxor": lambda a, b: a ^ b, "bnot": lambda a: ~a,
-    "bshl": lambda a, b: _int64(a << (b % 64)), "bshr": lambda a, b: a >> (b % 64),
-    "bshru": lambda a, b: _int64((a % (1 << 64)) >> (b % 64)),
-    "land": lambda a, b: 1 if a and b else 0, "lor": lambda a, b: 1 if a or b else 0,
-    "lxor": lambda a, b: 1 if bool(a) != bool(b) else 0, "lnot": lambda a: 0 if a else 1,
+    "band": lambda a, b, w: a & b, "bor": lambda a, b, w: a | b, "bxor": lambda a, b, w: a ^ b,
+    "bnot": lambda a, w: ~a,
+    "bshl": lambda a, b, w: _whole(a << (b % w)), "bshr": lambda a, b, w: a >> (b % w),
+    "bshru": lambda a, b, w: _whole((a % (1 << w)) >> (b % w)),
+    "land": lambda a, b, w: 1 if a and b else 0, "lor": lambda a, b, w: 1 if a or b else 0,
+    "lxor": lambda a, b, w: 1 if bool(a) != bool(b) else 0, "lnot": lambda a, w: 0 if a else 1,
 }
 
 

@@ -8,8 +8,10 @@ Built-in functions map to Spark SQL functions (`BUILTIN_SQL`); lists and sets ar
 arrays. Nothing here concatenates SQL text: the tree is rendered by sqlglot.
 
 >>> from evita.bootstrap.syntax import Var, Const, BinOp, Call
->>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))
-'(a0.c0 + 1)'
+>>> Expr({"X": col("a0", 0)}).sql(BinOp("<", Var("X"), Const(1, "int")))
+'(a0.c0 < 1)'
+>>> Expr({"X": col("a0", 0)}).sql(BinOp("+", Var("X"), Const(1, "int")))[:48]  # wraps at 64 bits (`_wrapping`)
+'(COALESCE(TRY_ADD(a0.c0, 1), CAST(PMOD((CAST(a0.'
 >>> Expr({"L": col("a0", 1)}, arrays={"L"}).sql(Call("f_cons", (Const("a", "string"), Var("L"))))
 "CONCAT(ARRAY('a'), a0.c1)"
 """
@@ -218,8 +220,40 @@ def _whole_division(this, expression):
     return exp.Case(ifs=[exp.If(this=zero, true=exp.Null())], default=exp.IntDiv(this=this, expression=expression))
 
 
+def _wrapping(checked, operator):
+    """`+`, `-`, `*` as the JVM computes them on longs: wrapping around at 64 bits, as
+    Soufflé's 64-bit build does, where Spark's ANSI mode would fail the job with
+    ARITHMETIC_OVERFLOW. `checked` (try_add, ...) gives null on overflow; then, and only
+    then (coalesce evaluates in order), the exact result in DECIMAL(38, 0) (a product of
+    two longs fits) is taken modulo 2^64. A double never overflows into the second; a null
+    operand gives null in both."""
+    def build(this, expression):
+        exact = operator(this=exp.Cast(this=this.copy(), to=exp.DataType.build("decimal(38,0)")),
+                         expression=exp.Cast(this=expression.copy(), to=exp.DataType.build("decimal(38,0)")))
+        return fn("coalesce", fn(checked, this, expression), wrap64(exact))
+    return build
+
+
+def wrap64(exact) -> exp.Expression:
+    """An exact whole number (a decimal) modulo 2^64, as a two's-complement bigint."""
+    half = exp.Literal.number(1 << 63)
+    shifted = exp.Add(this=exp.Paren(this=exact), expression=half)
+    wrapped = exp.Sub(this=fn("pmod", shifted, exp.Literal.number(1 << 64)), expression=half.copy())
+    return exp.Cast(this=wrapped, to=exp.DataType.build("bigint"))
+
+
+def wrap32(value) -> exp.Expression:
+    """A whole number at 32 bits (bootstrap/lowering/width.py): its low 32 bits as two's
+    complement, in a bigint. `value` is a result on 32-bit operands, far from 2^63."""
+    half = lit(1 << 31)
+    low = exp.BitwiseAnd(this=exp.Paren(this=exp.Add(this=exp.Paren(this=value), expression=half)),
+                         expression=lit(0xFFFFFFFF))
+    return exp.Paren(this=exp.Sub(this=exp.Paren(this=low), expression=half.copy()))
+
+
 _BINOPS = {
-    "+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod, "//": _whole_division,
+    "+": _wrapping("try_add", exp.Add), "-": _wrapping("try_subtract", exp.Sub),
+    "*": _wrapping("try_multiply", exp.Mul), "/": exp.Div, "%": exp.Mod, "//": _whole_division,
     "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
     "&&": exp.And, "||": exp.Or,
 }
@@ -249,6 +283,8 @@ class Expr:
             return exp.Paren(this=_BINOPS[t.op](this=self.compile(t.left), expression=self.compile(t.right)))
         if isinstance(t, S.UnOp):
             inner = self.compile(t.arg)
+            if t.op == "wrap32":
+                return wrap32(inner)
             return exp.Neg(this=exp.Paren(this=inner)) if t.op == "-" else exp.Not(this=exp.Paren(this=inner))
         if isinstance(t, S.Cond):
             return exp.If(this=self.compile(t.test), true=self.compile(t.then), false=self.compile(t.other))

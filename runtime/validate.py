@@ -110,7 +110,7 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     targets = [DECLARED.get(t) for t in s.types]
     cases = [f"WHEN size(tokens) != {s.arity} THEN {TOO_FEW_OR_MANY}",
              f"WHEN instr(value, '\ufffd') > 0 THEN {NOT_UTF8}"]
-    cases += [f"WHEN {bad} THEN {i}" for i, bad in enumerate(_per_column(values, targets, s))]
+    cases += [f"WHEN {bad} THEN {i}" for i, bad in enumerate(_per_column(values, targets, s, f.number_bits))]
     err = f"CASE WHEN value = '' THEN NULL {' '.join(cases)} END"
     frame = tokens.select("file", "block", "mid", "value", F.expr("value != ''").alias("data"), "tokens",
                           F.expr(err).cast("int").alias("err"), *[F.expr(v).alias(f"v{i}") for i, v in enumerate(values)])
@@ -126,9 +126,9 @@ def is_quoted(f: InputFile) -> bool:
     return f.quoted or (f.delimiter is None and separator(f) == ",")
 
 
-def _per_column(values: list, targets: list, s: Storage) -> list:
+def _per_column(values: list, targets: list, s: Storage, bits: int = 64) -> list:
     """Per column, the condition of a bad value (FALSE where any text will do)."""
-    return [f"({v}) IS NOT NULL AND {_cast(v, t, s.types[i])} IS NULL" if t not in (None, "string") else "FALSE"
+    return [f"({v}) IS NOT NULL AND {_cast(v, t, s.types[i], bits)} IS NULL" if t not in (None, "string") else "FALSE"
             for i, (v, t) in enumerate(zip(values, targets))]
 
 
@@ -154,7 +154,7 @@ def _parquet(spark, f: InputFile, s: Storage) -> _Read:
         elif target == "string" or _fits(field.dataType, target):
             conds.append(f"{v} IS NULL")
         elif isinstance(field.dataType, T.StringType):
-            conds.append(f"{v} IS NULL OR {_cast(v, target, s.types[i])} IS NULL")
+            conds.append(f"{v} IS NULL OR {_cast(v, target, s.types[i], f.number_bits)} IS NULL")
         else:
             problems.append(Diagnostic("input-type", f"column {i + 1} ({field.name}) of {f.path} is "
                                        f"{field.dataType.simpleString()}; {s.name} declares {s.types[i]}", where,
@@ -178,9 +178,23 @@ def _fits(dtype, target: str) -> bool:
             "boolean": isinstance(dtype, T.BooleanType)}.get(target, False)
 
 
-def _cast(v: str, target: str, declared: str) -> str:
+def _cast(v: str, target: str, declared: str, bits: int = 64) -> str:
+    """The value of text `v` as `target`, null when it is not one: an unsigned is 0 or
+    more, and at 32 bits (`--number-bits 32`) a whole number is in the 32-bit range
+    (`numbers.input_range`)."""
     cast = f"try_cast({v} AS {target.upper()})"
-    return f"(CASE WHEN {cast} >= 0 THEN {cast} END)" if declared == "unsigned" else cast
+    if target != "bigint" or (declared != "unsigned" and bits == 64):
+        return cast
+    low, high = input_range(declared, bits)
+    return f"(CASE WHEN {cast} BETWEEN {low} AND {high} THEN {cast} END)"
+
+
+def _held(value: str, declared: str, bits: int) -> str:
+    """A whole value read as the program holds it: an unsigned above 2^31 - 1 at 32 bits
+    is its bit pattern (bootstrap/numbers.py)."""
+    if bits == 64 or declared != "unsigned":
+        return value
+    return f"((({value}) + 2147483648) & 4294967295) - 2147483648"
 
 
 def _unquoted(v: str) -> str:
@@ -236,7 +250,12 @@ def _typed(r: _Read, masks: dict):
             target = next((t for bit, t in _INFERRED if masks.get(c, 0) & bit), "string")
         v = f"v{c}"
         keep = target == "keep" or (target == "string" and not r.parquet)
-        cols.append(F.col(v) if keep else F.expr(f"try_cast({v} AS {target.upper()})"))
+        if keep:
+            cols.append(F.col(v))
+        elif target == "bigint" and c < len(r.storage.types):
+            cols.append(F.expr(_held(f"try_cast({v} AS BIGINT)", r.storage.types[c], r.file.number_bits)))
+        else:
+            cols.append(F.expr(f"try_cast({v} AS {target.upper()})"))
     return r.frame.where("err IS NULL AND data").select(*[c.alias(f"c{i}") for i, c in enumerate(cols)])
 
 
@@ -279,11 +298,37 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
                           "\ufffd", "save the file as UTF-8 text", source_line=value)
     text, declared = tokens[err] if err < len(tokens) else None, s.types[err]
     name = s.columns[err] if err < len(s.columns) else f"c{err}"
+    where = S.Span(path, line, 0 if parquet else starts[err])
+    beyond = _beyond_width(text, declared, f.number_bits)
+    if beyond:
+        return Diagnostic("input-range", f"column {err + 1} ({name}) of {s.name} is {declared}, but {quoted(text)} "
+                          f"is out of its range at {f.number_bits} bits ({beyond})", where, text,
+                          "run with --number-bits 64 (Soufflé's 64-bit build), or fix the value", source_line=value)
     why = "has no value" if not text else f"{quoted(text)} is not {article(declared)}"
     return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {declared}, but {why}",
-                      S.Span(path, line, 0 if parquet else starts[err]), text or "",
+                      where, text or "",
                       _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),
                       source_line=value)
+
+
+def input_range(declared: str, bits: int) -> tuple:
+    """The whole values a file may hold for a column of type `declared` (Soufflé's
+    reader rejects the others rather than wrapping them): an unsigned 0 .. 2^bits - 1
+    (below 2^63 at 64 bits: Spark's bigint), else the signed range."""
+    from ..bootstrap.numbers import signed_range
+
+    low, high = signed_range(bits)
+    return (0, high if bits == 64 else (1 << bits) - 1) if declared == "unsigned" else (low, high)
+
+
+def _beyond_width(text, declared: str, bits: int) -> str:
+    """The range `text` leaves, when it is a whole number outside it ('' otherwise)."""
+    import re
+
+    if bits == 64 or DECLARED.get(declared) != "bigint" or not text or not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        return ""
+    low, high = input_range(declared, bits)
+    return "" if low <= int(text) <= high else f"from {low} to {high}"
 
 
 def _rest_note(total: int, shown: list) -> list:

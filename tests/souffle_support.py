@@ -22,15 +22,15 @@ def errors(text: str, path: str = "t.dl") -> list:
 
 def round_trips(program: S.Program) -> bool:
     """The program prints and parses back to the same catalog rows."""
-    again = parse_program(format_program(program), "again.dl", program.name)
+    again = parse_program(format_program(program), "again.dl", program.name, number_bits=program.number_bits)
     return not diff(encode(program), encode(again))
 
 
-def run_planned(spark, text: str, path: str, backend: str):
+def run_planned(spark, text: str, path: str, backend: str, number_bits: int = 64):
     """(program, engine result): planned straight from the parsed program, on the
     columnar backend ("small") or the SQL loop ("sql"). The stages have nothing to do
     with the language tested, and compiling through them costs seconds a program."""
     from evita.runtime.engine import run
 
-    program = check_program(parse_program(text, path))
+    program = check_program(parse_program(text, path, number_bits=number_bits))
     return program, run(plan(program), spark, local=backend == "small")

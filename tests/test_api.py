@@ -114,6 +114,17 @@ def test_a_bad_program_raises_evita_error_at_its_position(spark):
     assert "path(X, Z) :- edge(X, Y)." in str(e)
 
 
+def test_number_bits_32_from_python(spark):
+    """`number_bits=32` is `--number-bits 32`: the sum wraps as Soufflé's default build's,
+    and the width is the catalog's program.number_bits."""
+    prog = evita.compile(".decl a(x: number)\na(2147483647). a(1).\n.decl r(s: number)\n.output r\n"
+                         "r(s) :- s = sum x : { a(x) }.\n", spark=spark, name="width_api", number_bits=32)
+    assert prog.run().rows("r") == [(-2147483648,)]
+    assert [r["number_bits"] for r in prog.catalog("program").collect()] == [32]
+    with pytest.raises(evita.EvitaError, match="give number_bits=64"):
+        evita.compile("a(1).", spark=spark, number_bits=16)
+
+
 def test_bad_calls_raise_evita_error(tc, spark):
     with pytest.raises(evita.EvitaError, match="no program file"):
         evita.compile("no/such/file.dl", spark=spark)

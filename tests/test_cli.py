@@ -340,6 +340,31 @@ def test_facts_are_read_from_the_current_directory_without_F(capsys, tmp_path, m
     assert code == 1 and "error[input-missing]" in err
 
 
+def test_number_bits_32_wraps_and_rejects_an_input_beyond_32_bits(capsys, tmp_path, monkeypatch):
+    """`--number-bits 32`: Soufflé's default build. Sums, arithmetic and unsigned wrap and
+    print as it writes them; an input value beyond 32 bits is a positioned error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.dl").write_text(".decl a(x: number)\n.input a\n.decl r(x: number, s: number, u: unsigned)\n"
+                                   ".output r\nr(x + 1, s, to_unsigned(x)) :- a(x), s = sum y : { a(y) }.\n")
+    (tmp_path / "a.facts").write_text("2147483647\n-1\n")
+    code, out, err = run(capsys, "run", "w.dl", "--number-bits", "32", "-D", "out")
+    assert code == 0, err
+    assert sorted((tmp_path / "out" / "r.csv").read_text().splitlines()) == [
+        "-2147483648\t2147483646\t2147483647", "0\t2147483646\t4294967295"]
+    assert "4294967295" in out  # the preview shows an unsigned as the file does
+    code, out, err = run(capsys, "run", "w.dl", "-D", "out64")  # the default: 64 bits
+    assert code == 0 and sorted((tmp_path / "out64" / "r.csv").read_text().splitlines()) == [
+        "0\t2147483646\t18446744073709551615", "2147483648\t2147483646\t2147483647"]
+    (tmp_path / "a.facts").write_text("1\n4294967296\n")
+    code, _, err = run(capsys, "run", "w.dl", "--number-bits", "32")
+    assert code == 1 and "a.facts:2:1: error[input-range]: column 1 (x) of a is number, but '4294967296' is out " \
+        "of its range at 32 bits (from -2147483648 to 2147483647)" in " ".join(err.split())
+    assert "--number-bits 64" in err and "Traceback" not in err
+    with pytest.raises(SystemExit):  # argparse's usage error
+        run(capsys, "run", "w.dl", "--number-bits", "16")
+    assert "--number-bits: invalid choice: 16 (choose from 64, 32)" in capsys.readouterr().err
+
+
 def test_query_headings_and_counts_read_as_words(capsys, tmp_path):
     program = tmp_path / "q.olg"
     program.write_text('materialize(link, infinity, infinity, keys(1, 2)).\n'

@@ -231,3 +231,20 @@ def test_what_cannot_be_read_exactly_here_is_left_to_spark(tmp_path, monkeypatch
     with pytest.raises(NotHere):
         read_inputs_here([(InputFile("r", str(tmp_path / n), None, S.NOWHERE), storage("r", [A]))
                           for n in ("i1.csv", "i2.csv")])
+
+
+def test_32_bit_inputs_are_range_checked_and_held_alike(spark, tmp_path):
+    """At --number-bits 32 both readers keep a number in 32 bits and an unsigned in 0 ..
+    2^32 - 1 (held as its bit pattern); a value beyond is error[input-range], never a wrap."""
+    def files(name: str, content: bytes):  # a new file each: Spark keeps the rows it read of a path
+        (tmp_path / name).write_bytes(content)
+        return [(InputFile("w", str(tmp_path / name), "\t", S.NOWHERE, number_bits=32), storage("w", [N, U]))]
+
+    frames, _ = assert_same(spark, files("good.facts", b"2147483647\t4294967295\n-2147483648\t0\n7\t2147483648\n"))
+    assert sorted(map(tuple, frames["w"].toPandas().values.tolist())) == [
+        (-2147483648, 0), (7, -2147483648), (2147483647, -1)]
+    shown_errors = assert_same(spark, files("bad.facts", b"2147483648\t1\n1\t4294967296\n1\t-1\n-2147483649\t1\n"))
+    assert [(d.code, d.span.line, d.span.col, d.text) for d in shown_errors] == [
+        ("input-range", 1, 1, "2147483648"), ("input-range", 2, 3, "4294967296"), ("input-range", 3, 3, "-1"),
+        ("input-range", 4, 1, "-2147483649")]
+    assert "(from 0 to 4294967295)" in shown_errors[1].message and "--number-bits 64" in shown_errors[0].hint

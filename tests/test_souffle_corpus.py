@@ -81,3 +81,18 @@ def test_the_command_prints_the_table_and_exits_by_the_outcome(spark, tmp_path, 
     assert main(["test-suite", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  types/wrong" in out and "1 failed" in out
+
+
+def test_an_options_file_gives_a_construct_or_a_case_its_run_options(spark, tmp_path):
+    """`options` in a construct's folder holds for its cases, a case's own come after:
+    the overflow cases run at 32 bits as Soufflé's default build does."""
+    wrap = ".decl r(x: number)\n.output r\nr(2147483647 + 1).\n"
+    _case(tmp_path, "overflow/wraps", wrap, {"r.csv": "-2147483648\n"})
+    _case(tmp_path, "overflow/own", wrap, {"r.csv": "2147483648\n"})
+    _case(tmp_path, "io/bad_options", wrap, {"r.csv": "2147483648\n"})
+    (tmp_path / "overflow" / "options").write_text("--number-bits 32  # Soufflé's default build\n")
+    (tmp_path / "overflow" / "own" / "options").write_text("--number-bits 64\n")
+    (tmp_path / "io" / "bad_options" / "options").write_text("--number-bits 16\n")
+    got = {o.case.id: (o.status, o.problem) for o in C.run_suite(spark, tmp_path)}
+    assert got["overflow/wraps"] == (C.PASS, "") and got["overflow/own"] == (C.PASS, "")
+    assert got["io/bad_options"][0] == C.FAIL and "--number-bits 16" in got["io/bad_options"][1]

@@ -6,11 +6,13 @@ programs on Spark and compare with the oracle (tests/oracle.py).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import oracle
 from evita.bootstrap import syntax as S
-from evita.bootstrap.checks import check_program
+from evita.bootstrap.checks import check_program, diagnose
 from evita.bootstrap.folding import BITWISE, fold
 from evita.bootstrap.parser import parse_program, parse_rule
 from evita.bootstrap.planner import plan
@@ -51,6 +53,7 @@ def test_literals_in_rules_and_a_variable_named_like_a_notation():
 # ---------------------------------------------------------------- constant facts
 
 def test_facts_holding_constant_expressions_are_evaluated():
+    assert values("r(2^63). r(9223372036854775807 + 1).") == [-(1 << 63)] * 2  # they wrap, as in Soufflé
     assert values("rel(2^32-5). expr(-(2^31)). m(-7 % 3). d(-7 / 2). d(7 / 2). p(2 ** 10). "
                   "b(0xF0 bor 0x0F). s(1 bshl 40). c(cat(\"a\", \"b\")).") == \
         [4294967291, -2147483648, -1, -3, 3, 1024, 255, 1 << 40, "ab"]
@@ -58,7 +61,7 @@ def test_facts_holding_constant_expressions_are_evaluated():
 
 @pytest.mark.parametrize("text, message", [
     ("r(1 / 0).", "fact r: division by zero"),
-    ("r(2^63).", "fact r: 9223372036854775808 is out of the range of a 64-bit number"),
+    ("r(9223372036854775808 - 1).", "fact r: 9223372036854775808 is out of the range of a 64-bit number"),
 ])
 def test_a_constant_expression_without_a_value_is_positioned(text, message):
     assert errors(text) == [("constant-expression", 1, 3, message)]
@@ -323,3 +326,118 @@ def test_eqrel_and_functors_on_spark_agree_with_the_oracle(spark, backend):
     assert len(got["same"]) == 9 + 4  # {a, b, c} squared, {d, e} squared
     assert got["bits"] == expected["bits"]
     assert (-7, -7 & 15, -7, -7 ^ 3, 1, -4, ((-7) % (1 << 64)) >> 60, -1, (~-7) << 2) in got["bits"]
+
+
+# ---------------------------------------------------------------- the width of numbers (--number-bits)
+
+def _w(v: int, bits: int) -> int:
+    """v modulo 2^bits as two's complement: what Soufflé's build of that width computes."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+WIDTH = """
+.decl a(x: number, u: unsigned)
+a(2147483647, 3). a(-2147483648, 4294967295). a(65536, 0). a(-1, 1). a(1, 2147483648).
+.decl add(x: number)    add(x + 1) :- a(x, _).
+.decl sub(x: number)    sub(x - 1) :- a(x, _).
+.decl mul(x: number)    mul(x * x) :- a(x, _).
+.decl neg(x: number)    neg(-x) :- a(x, _).
+.decl quot(x: number)   quot(x / -1) :- a(x, _).
+.decl shl(x: number)    shl(x bshl 31) :- a(x, _).
+.decl far(x: number)    far(x bshl 33) :- a(x, _).
+.decl shru(x: number)   shru(x bshru 28) :- a(x, _).
+.decl shr(x: number)    shr(x bshr 33) :- a(x, _).
+.decl usub(u: unsigned) usub(u - 5) :- a(_, u).
+.decl uadd(u: unsigned) uadd(u + 1) :- a(_, u).
+.decl tou(u: unsigned)  tou(to_unsigned(x)) :- a(x, _).
+.decl total(s: number)  total(s) :- s = sum x : { a(x, _) }.
+.decl over(x: number)   over(x) :- a(x, _), x + 1 < x.
+.decl fact(x: number)   fact(2147483647 + 1). fact(1 bshl 31).
+"""
+
+
+def _width_expected(bits: int) -> dict:
+    """Worked out from C's two's-complement arithmetic at `bits`, as Soufflé's build of that
+    width computes it (an unsigned as its bit pattern, which output files write unsigned)."""
+    xs = [2147483647, -2147483648, 65536, -1, 1]
+    us = [_w(u, bits) for u in (3, 4294967295, 0, 1, 2147483648)]
+    shift = bits - 1
+    return {
+        "add": {(_w(x + 1, bits),) for x in xs}, "sub": {(_w(x - 1, bits),) for x in xs},
+        "mul": {(_w(x * x, bits),) for x in xs}, "neg": {(_w(-x, bits),) for x in xs},
+        "quot": {(_w(-x, bits),) for x in xs},
+        "shl": {(_w(x << 31, bits),) for x in xs}, "far": {(_w(x << (33 & shift), bits),) for x in xs},
+        "shru": {(_w((x % (1 << bits)) >> 28, bits),) for x in xs}, "shr": {(x >> (33 & shift),) for x in xs},
+        "usub": {(_w(u - 5, bits),) for u in us}, "uadd": {(_w(u + 1, bits),) for u in us},
+        "tou": {(_w(x, bits),) for x in xs}, "total": {(_w(sum(xs), bits),)},
+        "over": {(x,) for x in xs if _w(x + 1, bits) < x},
+        "fact": {(_w(2147483648, bits),)},
+    }
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_numbers_wrap_around_at_the_width_in_the_oracle(bits):
+    program = check_program(parse_program(WIDTH, "width.dl", number_bits=bits))
+    assert program.number_bits == bits and round_trips(program)
+    got = oracle.evaluate(program)
+    expected = _width_expected(bits)
+    assert {rel: got.get(rel, set()) for rel in expected} == expected
+    if bits == 32:  # what differs from 64 bits is what the option is for
+        assert expected["add"] != _width_expected(64)["add"] and expected["over"] == {(2147483647,)}
+
+
+@pytest.mark.parametrize("bits, backend", [(32, "small"), (32, "sql"), (64, "sql")])
+def test_numbers_wrap_around_at_the_width_in_process_and_on_spark(spark, bits, backend):
+    """The same rows as the oracle, from the columnar core and from Spark SQL: at 32 bits the
+    planner's wrap32 and sum32; at 64 the JVM's own wrap-around, never ARITHMETIC_OVERFLOW."""
+    _, result = run_planned(spark, WIDTH, "width.dl", backend, number_bits=bits)
+    expected = _width_expected(bits)
+    assert result.tuples(list(expected)) == expected
+
+
+LONG_OVERFLOW = """
+.decl a(x: number)
+a(9223372036854775807). a(-9223372036854775808). a(4294967296).
+.decl add(x: number)   add(x + 1) :- a(x).
+.decl sub(x: number)   sub(x - 1) :- a(x).
+.decl mul(x: number)   mul(x * x) :- a(x).
+.decl total(s: number) total(s) :- s = sum x : { a(x) }.
+.decl f(x: float)      f(x + 0.5) :- a(x2), x = to_float(x2).
+"""
+
+
+@pytest.mark.parametrize("backend", ["oracle", "small", "sql"])
+def test_64_bit_overflow_wraps_as_soufflés_64_bit_build(spark, backend):
+    xs = [9223372036854775807, -9223372036854775808, 4294967296]
+    expected = {"add": {(_w(x + 1, 64),) for x in xs}, "sub": {(_w(x - 1, 64),) for x in xs},
+                "mul": {(_w(x * x, 64),) for x in xs}, "total": {(_w(sum(xs), 64),)},
+                "f": {(float(x) + 0.5,) for x in xs}}
+    if backend == "oracle":
+        got = oracle.evaluate(check_program(parse_program(LONG_OVERFLOW, "long.dl")))
+        got = {rel: got.get(rel, set()) for rel in expected}
+    else:
+        got = run_planned(spark, LONG_OVERFLOW, "long.dl", backend)[1].tuples(list(expected))
+    assert got == expected
+
+
+def test_a_literal_beyond_32_bits_is_positioned():
+    program = "r(x) :- q(x), x != 4294967296.\nq(1).\nu(4294967295).\nv(2147483647 + 1)."
+    found = diagnose(parse_program(program, "t.dl", number_bits=32))
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in found] == [
+        ("number-range", 1, 20, "4294967296 is out of the range of a 32-bit number")]
+    assert diagnose(parse_program(program, "t.dl")) == []  # at 64 bits it fits
+
+
+def test_the_width_is_in_the_catalog_and_keys_the_compile():
+    from evita.bootstrap import compile_cache
+
+    p32 = check_program(parse_program(WIDTH, "width.dl", number_bits=32))
+    rows = encode(p32)
+    assert [r["number_bits"] for r in rows.dicts("program")] == [32]
+    assert decode(rows, p32.name).number_bits == 32
+    keys = {compile_cache.key(encode(check_program(parse_program(WIDTH, "width.dl", number_bits=b))),
+                              "width", {}, Path(__file__), ()) for b in (32, 64)}
+    assert len(keys) == 2
+    assert "wrap32(x + 1)" in plan(p32).to_text() and "wrap32" not in plan(
+        check_program(parse_program(WIDTH, "width.dl"))).to_text()

@@ -50,6 +50,22 @@ def whole_divisions(rules: list, program) -> list:
 def _rewritten(rule: Rule, types: TypeSystem, declared: dict) -> Rule:
     if not any(_divides(lit) for lit in (rule.head,) + tuple(rule.body)):
         return rule
+    kinds = rule_kinds(rule, types, declared)
+    guards: list = []  # `d != 0` for each divisor d of a `//`: placed before its literal
+    sub = lambda t: _term(t, kinds, guards)  # noqa: E731
+    body = []
+    for lit in rule.body:
+        lit = map_literal(lit, sub)
+        body.extend(guards)
+        guards.clear()
+        body.append(lit)
+    head = replace(rule.head, args=tuple(sub(a) for a in rule.head.args))
+    return replace(rule, head=head, body=tuple(body + guards))
+
+
+def rule_kinds(rule: Rule, types: TypeSystem, declared: dict) -> dict:
+    """variable -> its kind ("number", "unsigned", "float", ...; `_kind`), from the
+    rule's columns and constants, then through its assignments."""
     checker = _RuleTypes(rule, types, declared)
     checker.check()
     kinds = {name: held[0] for name, held in checker.held.items()}
@@ -62,16 +78,7 @@ def _rewritten(rule: Rule, types: TypeSystem, declared: dict) -> Rule:
                     kinds[lit.var.name] = k
         if len(kinds) == known:
             break
-    guards: list = []  # `d != 0` for each divisor d of a `//`: placed before its literal
-    sub = lambda t: _term(t, kinds, guards)  # noqa: E731
-    body = []
-    for lit in rule.body:
-        lit = map_literal(lit, sub)
-        body.extend(guards)
-        guards.clear()
-        body.append(lit)
-    head = replace(rule.head, args=tuple(sub(a) for a in rule.head.args))
-    return replace(rule, head=head, body=tuple(body + guards))
+    return kinds
 
 
 def _divides(node) -> bool:

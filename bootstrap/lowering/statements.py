@@ -97,6 +97,7 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
         self.comp_depth = 0  # inside how many Soufflé `.comp` bodies
         self.directives: set = set()  # (direction, relation) of the .input/.output written
         self.souffle = False  # a `.decl` anywhere: Soufflé's constraints `contains`/`match` are words
+        self.number_bits = 64  # the program's width of whole numbers (bootstrap/numbers.py)
 
     def error(self, code, message, span, text="", hint=""):
         self.diagnostics.append(Diagnostic(code, message, span, text, hint))
@@ -304,10 +305,10 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
         args = []
         for a in atom.args:
             try:
-                value = fold(a)
+                value = fold(a, self.number_bits)
             except FoldError as e:
                 self.error("constant-expression", f"fact {atom.relation}: {e}", a.span, "",
-                           "write a value a 64-bit number holds, without dividing by zero")
+                           f"write a value a {self.number_bits}-bit number holds, without dividing by zero")
                 value = Const(None, NULL, a.span)  # reported: the fact goes no further
             args.append(value if value is not None else a)
         return replace(atom, args=tuple(args))
