@@ -88,7 +88,6 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
 # ---------------------------------------------------------------- the checked rows
 
 def _text(spark, f: InputFile, s: Storage) -> _Read:
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     sep = separator(f)
@@ -114,7 +113,20 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     err = f"CASE WHEN value = '' THEN NULL {' '.join(cases)} END"
     frame = tokens.select("file", "block", "mid", "value", F.expr("value != ''").alias("data"), "tokens",
                           F.expr(err).cast("int").alias("err"), *[F.expr(v).alias(f"v{i}") for i, v in enumerate(values)])
-    return _Read(f, s, False, frame.persist(StorageLevel.MEMORY_AND_DISK), targets)
+    return _Read(f, s, False, _persisted(frame), targets)
+
+
+def _persisted(frame):
+    """`frame` persisted under a plan of its own. Spark serves a persisted plan's rows to
+    any later query whose plan is the same, and a second read of one path has the same
+    plan: after the file was rewritten (an API user's next run, a server's next command)
+    it would get the first read's rows. A read id in the plan keeps every read its own."""
+    import uuid
+
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    return frame.withColumn("read", F.lit(uuid.uuid4().hex)).persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def separator(f: InputFile) -> str:
@@ -135,7 +147,6 @@ def _per_column(values: list, targets: list, s: Storage, bits: int = 64) -> list
 def _parquet(spark, f: InputFile, s: Storage) -> _Read:
     """Parquet columns are typed already: a column of another type is an error about the
     file; a text column read as numbers is checked row by row; a null is an error."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -167,7 +178,7 @@ def _parquet(spark, f: InputFile, s: Storage) -> _Read:
                       F.array(*[F.col(f"`{c}`").cast("string") for c in df.columns]).alias("tokens"),
                       F.expr(err).cast("int").alias("err"),
                       *[F.col(f"`{c}`").alias(f"v{i}") for i, c in enumerate(df.columns)])
-    return _Read(f, s, True, frame.persist(StorageLevel.MEMORY_AND_DISK), [t or "keep" for t in targets])
+    return _Read(f, s, True, _persisted(frame), [t or "keep" for t in targets])
 
 
 def _fits(dtype, target: str) -> bool:

@@ -143,3 +143,23 @@ def test_inputs_and_outputs_named_by_uri(spark, tmp_path, capsys):
     capsys.readouterr()
     assert main(["run", str(EXAMPLES / "tc.dl"), "-F", (tmp_path / "nope").as_uri(), "--master", "local[2]"]) == 1
     assert f"error[input-missing]: .input edge: no file {(tmp_path / 'nope').as_uri()}/edge.facts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".facts", ".parquet"])
+def test_a_file_rewritten_between_two_reads_in_one_session_is_read_again(spark, tmp_path, suffix):
+    """Spark serves a persisted plan to any later query with the same plan: a second read
+    of the same path (the file rewritten since, as an API user's next run does) must give
+    the new rows, not the first read's."""
+    path = tmp_path / f"edge{suffix}"
+
+    def write(rows):
+        if suffix == ".parquet":
+            spark.createDataFrame(rows, "a long, b long").write.mode("overwrite").parquet(str(path))
+        else:
+            path.write_text("".join(f"{a}\t{b}\n" for a, b in rows))
+
+    write([(1, 2), (2, 3)])
+    first = sorted(tuple(r) for r in read(spark, path, ["number", "number"])[0].collect())
+    write([(7, 8)])
+    second = sorted(tuple(r) for r in read(spark, path, ["number", "number"])[0].collect())
+    assert (first, second) == ([(1, 2), (2, 3)], [(7, 8)])
