@@ -191,10 +191,12 @@ class Program:
                                              "kept: " + ", ".join(store.HISTORY_TABLES))])
             database = store.HISTORY_DB
         df = self.spark.table(f"{database}.`{decl.name}`")
-        if "program" in decl.column_names:
-            from pyspark.sql import functions as F
+        from pyspark.sql import functions as F
 
+        if "program" in decl.column_names:
             df = df.where(F.col("program") == self.name)
+        elif decl.name == "program":  # the table of programs: this program's row is keyed by id
+            df = df.where(F.col("id") == self.name)
         return df.orderBy(*(["version"] if history else []), *decl.order)
 
     def run(self, inputs: Optional[dict] = None, *, facts_dir=None, lenient: bool = False,
