@@ -213,8 +213,9 @@ def save_compilation(spark, final: CatalogRows, program_id: str, versions: list,
 
 def _history_writes(root: Loc, program_id: str, versions: list, status: str) -> list:
     hist = root.parent / HISTORY_DIR
+    mine = [(n, cat.only(program_id)) for n, cat in versions]  # once per version, not once per table too
     return [(hist / name, program_file(program_id, status), name,
-             [(n, status) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])])
+             [(n, status) + tuple(r) for n, cat in mine for r in cat.get(name, [])])
             for name in HISTORY_TABLES]
 
 
