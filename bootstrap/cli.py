@@ -246,7 +246,8 @@ def stage_options() -> argparse.ArgumentParser:
                         "egraph stage saturates and extracts it (docs/egraph.md); its result is shown, not run")
     p.add_argument("--max-iterations", type=int, default=None, metavar="N",
                    help="stop a recursion that has not reached its fixpoint after N iterations "
-                        "(default: no limit for the program, 1000 for each stage)")
+                        "(default: no limit for the program; for each stage 1000, or one per rule and atom "
+                        "of a larger program)")
     return p
 
 
@@ -469,7 +470,7 @@ def compile_file(args, spark=None, program=None, phases=None, measured=(), notes
     try:
         with phase("compile: stages"):
             comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
-                                   only=args.only, choose=choose, max_iterations=args.max_iterations or 1000,
+                                   only=args.only, choose=choose, max_iterations=args.max_iterations,
                                    dataflow=wants_dataflow(args))
     except StageFailure as e:
         versions = e.versions or [Version(0, "parse", rows)]
