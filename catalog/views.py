@@ -137,3 +137,4 @@ def _component_rows(program: str, members: list, reads: dict, depth_of: dict) ->
 
 
 _COMPUTE = {"scc": scc_rows}
+SOURCES = {"scc": ("rule", "predicate", "relation")}  # the stored tables each view is derived from
