@@ -14,7 +14,7 @@ own caches warm: one compile of the smallest program first, not counted). Two sh
   two layers down (negation), and every third a recursive closure; the last layer is
   the output.
 
-Prints per size: rules, wall seconds of the command, the compile's own seconds (the
+Prints per size: rules, wall seconds of the command, its CPU seconds, the compile's own seconds (the
 title of its table: stages, lattice, saving), the ratio of the wall time to the
 200-rule compile's of the same shape measured in the same run, and the seconds of
 each stage (`evita compile`'s table).
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,13 +84,13 @@ def compile_once(path: Path, workdir: Path, timeout: float) -> dict:
     """Run `evita compile PATH`; wall seconds, the compile's own seconds, stage seconds."""
     env = {**os.environ, "EVITA_COMPILE_CACHE": "0", "COLUMNS": "200", "EVITA_WAREHOUSE": str(workdir / "wh")}
     evita = Path(sys.executable).parent / "evita"
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _children_cpu()
     try:
         done = subprocess.run([str(evita), "compile", "-q", str(path)], cwd=workdir, env=env, capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"wall": None, "error": f"not done after {timeout:.0f} s"}
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu_before
     if done.returncode != 0:
         return {"wall": wall, "error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
     own = re.search(r"compiled in ([\d.]+) s", done.stdout)
@@ -98,7 +99,14 @@ def compile_once(path: Path, workdir: Path, timeout: float) -> dict:
         cells = [c.strip() for c in line.strip("│ ").split("│")]
         if len(cells) == 7 and cells[0].isdigit():
             stages[cells[1].replace(" (skipped)", "")] = float(cells[5])
-    return {"wall": wall, "own": float(own.group(1)) if own else None, "stages": stages}
+    return {"wall": wall, "cpu": cpu, "own": float(own.group(1)) if own else None, "stages": stages}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes: steadier than wall
+    time on a shared machine, where other work takes turns on the cores."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> int:
@@ -119,21 +127,23 @@ def main() -> int:
         compile_once(warm, work, args.timeout)  # the stages' caches (parsed, differentiated) and the OS's
         for shape in args.shapes:
             print(f"\n=== {shape}")
-            print(f"{'rules':>6} {'wall s':>8} {'compile s':>9} {'/200':>6}  per stage (s)")
+            print(f"load average {os.getloadavg()[0]:.1f}")
+            print(f"{'rules':>6} {'wall s':>8} {'cpu s':>7} {'compile s':>9} {'/200':>6}  per stage (s)")
             base = None
             for n in sizes:
                 path = out / f"{shape}{n}.dl"
                 path.write_text(SHAPES[shape](n))
                 got = compile_once(path, work, args.timeout)
                 if got.get("error"):
-                    print(f"{n:>6} {'-':>8} {'-':>9} {'-':>6}  {got['error']}", flush=True)
+                    print(f"{n:>6} {'-':>8} {'-':>7} {'-':>9} {'-':>6}  {got['error']}", flush=True)
                     continue
                 if n == BASELINE:
                     base = got["wall"]
                 ratio = f"{got['wall'] / base:.2f}" if base else "-"
                 own = f"{got['own']:.1f}" if got.get("own") is not None else "-"
                 per = " ".join(f"{s}={v:.2f}" for s, v in got["stages"].items() if v >= 0.05)
-                print(f"{n:>6} {got['wall']:>8.1f} {own:>9} {ratio:>6}  {per}", flush=True)
+                print(f"{n:>6} {got['wall']:>8.1f} {got['cpu']:>7.1f} {own:>9} {ratio:>6}  {per}  "
+                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
     return 0
 
 

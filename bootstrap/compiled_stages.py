@@ -43,7 +43,7 @@ def semi_naive(spark, program: S.Program, origin: str) -> S.Program:
     rules = replace(program, statements=tuple(s for s in program.statements if isinstance(s, tuple(shape))))
     key = hashlib.sha256("\0".join([
         code_fingerprint(), format_program(rules), program.path, program.dialect,
-        repr([(t.name, t.column_names) for t in schema.TABLES])]).encode()).hexdigest()[:32]
+        repr([(t.name, t.column_names) for t in schema.TABLES + schema.VIEWS])]).encode()).hexdigest()[:32]
     if key not in _memory:
         _memory[key] = _load(key) or _store(key, _differentiate(spark, delta, rules, origin))
     from evita.catalog.decode import decode

@@ -33,12 +33,13 @@ class StageDiff:
         return rules(self.added), rules(self.removed), rules(self.changed)
 
 
-def rule_texts(rows, program_id: str) -> dict:
-    """rule id (or `.plan` subject) -> printed rule (or `.plan` statement), for one version."""
+def rule_texts(rows, program_id: str, program=None) -> dict:
+    """rule id (or `.plan` subject) -> printed rule (or `.plan` statement), for one version
+    (`program`: the version decoded, when the caller has it)."""
     from evita.bootstrap.syntax import Plan
     from evita.catalog.printer import format_statement
 
-    program = decode(rows, program_id)
+    program = program if program is not None else decode(rows, program_id)
     ids = {r[rows_col(rows, "name")]: r[rows_col(rows, "id")] for r in rows.get("rule", [])}
     out = {ids.get(r.name, r.name): format_rule(r) for r in program.rules}
     out.update({f".plan {p.kind} {p.name}": format_statement(p) for p in program.of(Plan)})
@@ -57,12 +58,12 @@ def origins(rows, stage: str, added_ids) -> list:
             f"{', '.join(sorted(names))})" for o, names in sorted(made.items())]
 
 
-def declaration_texts(rows, program_id: str) -> dict:
+def declaration_texts(rows, program_id: str, program=None) -> dict:
     """relation -> its printed declaration (`.decl`, `define`, `materialize`), for one version."""
     from evita.bootstrap.syntax import Declaration, Materialize
     from evita.catalog.printer import format_statement
 
-    program = decode(rows, program_id)
+    program = program if program is not None else decode(rows, program_id)
     return {d.relation: format_statement(d) for d in program.of(Declaration) + program.of(Materialize)}
 
 
@@ -83,9 +84,14 @@ def rows_col(rows, column: str) -> int:
 def diff_versions(versions: list, program_id: str) -> list:
     """versions: [(number, stage, CatalogRows)] in order -> one StageDiff per stage after parse."""
     out = []
-    before = declared = None
+    before = declared = last = None
     for number, stage, rows in versions:
-        now, declares = rule_texts(rows, program_id), declaration_texts(rows, program_id)
+        if last is not None and same_program(last, rows):  # a skipped stage: nothing to decode again
+            now, declares = before, declared
+        else:
+            program = decode(rows, program_id)
+            now, declares = rule_texts(rows, program_id, program), declaration_texts(rows, program_id, program)
+        last = rows
         if before is not None:
             added = [now[i] for i in sorted(now) if i not in before]
             removed = [before[i] for i in sorted(before) if i not in now]
@@ -94,6 +100,24 @@ def diff_versions(versions: list, program_id: str) -> list:
             out.append(StageDiff(number, stage, added, removed, changed, made, declaration_changes(declared, declares)))
         before, declared = now, declares
     return out
+
+
+def same_program(a, b) -> bool:
+    """Whether two versions hold the same program: the same rows in every table but the
+    versions and the program's `stage` mark. A stage that changed nothing hands on the
+    rows it was given, so this is mostly identity."""
+    from evita.catalog import schema
+
+    for t in schema.TABLES:
+        rows_a, rows_b = a.get(t.name, []), b.get(t.name, [])
+        if rows_a is rows_b or t.name == "version":
+            continue
+        if t.name == "program":
+            mark = t.column_names.index("stage")
+            rows_a, rows_b = ([r[:mark] + r[mark + 1:] for r in rows] for rows in (rows_a, rows_b))
+        if rows_a != rows_b:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- a stage's own picture

@@ -145,12 +145,15 @@ def _check(program: S.Program) -> Iterator[Diagnostic]:
     shapes = relation_shapes(rules)
     asserted = {p.name for p in program.of(S.Plan) if dict(p.params).get("prem") == "asserted"}
     heads = list(dict.fromkeys(head_of(r) for r in rules))
+    rules_of: dict = {}  # head -> [(position in the program, rule)]: each component reads only its own
+    for i, rule in enumerate(rules):
+        rules_of.setdefault(head_of(rule), []).append((i, rule))
     for comp in components(heads, graph):
         members = set(comp)
         valued = {n: shapes[n][0] for n in premappable(comp, graph, shapes)}  # relation -> (column, func)
-        for rule in rules:
+        for _, rule in sorted((ir for n in valued for ir in rules_of.get(n, ())), key=lambda ir: ir[0]):
             head = head_of(rule)
-            if head not in valued or head in asserted:
+            if head in asserted:
                 continue
             col, func = valued[head]
             agg = rule.head.args[col]

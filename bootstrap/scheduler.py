@@ -198,8 +198,20 @@ class Lattice:
         return replace(self.program, statements=decls + self.program.statements + extra)
 
 
+# The iteration limit of a stage's recursion, a net for a stage that never reaches its
+# fixpoint (one deriving ever new ids). A stage's walks over the program (magic_sets
+# from the outputs down the rules, a closure over the relation graph) take a round per
+# step: on a chain of 2,500 relations, 2,500 rounds. So the limit grows with the program:
+# a round per rule and atom past the 1,000 every program gets.
+STAGE_ITERATIONS = 1000
+
+
+def stage_iterations(rows: CatalogRows) -> int:
+    return max(STAGE_ITERATIONS, len(rows.get("rule", [])) + len(rows.get("predicate", [])))
+
+
 def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=(), skip=(), only=None,
-                    choose: Optional[dict] = None, max_iterations: int = 1000, evaluator: str = "auto",
+                    choose: Optional[dict] = None, max_iterations: Optional[int] = None, evaluator: str = "auto",
                     triggers: bool = True, dataflow: bool = False) -> Compilation:
     """Move one program through the stages the lattice orders. `rows` is its catalog
     after parsing (version 0). `evaluator`: how catalog programs run (`stage.run_stage`).
@@ -208,6 +220,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
     the physical dataflow (`sys::flow_op`: the egraph stage), write the planner's dataflow
     of the catalog as it then is into it (`with_planned_dataflow`); without it such a
     stage sees only the operators a program states (`.plan op`), so it is opt-in."""
+    max_iterations = max_iterations or stage_iterations(rows)
     stages = find_stages(stage_paths)
     with doing("the reading of the stage lattice"):
         lattice = Lattice(stages)
@@ -247,7 +260,7 @@ def compile_program(spark, rows: CatalogRows, program_id: str, *, stage_paths=()
         if dataflow and "flow_op" in tables_read(stage.program):
             comp.versions[-1] = with_planned_dataflow(comp.versions[-1], program_id)
         asked = time.perf_counter()
-        if triggers and not applies(stage, comp.versions[-1], program_id, evaluator):
+        if triggers and not applies(stage, comp.versions[-1], program_id, evaluator, max_iterations):
             comp.versions.append(skipped_version(comp.versions[-1], program_id, name, time.perf_counter() - asked))
             progress.skipped(name)
             completed.append(name)
@@ -326,7 +339,8 @@ def left_out_with_work(stages: dict, disabled, final: Version, program_id: str, 
     return notes
 
 
-def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) -> bool:
+def applies(stage: StageFile, before: Version, program_id: str, evaluator: str,
+            max_iterations: int = STAGE_ITERATIONS) -> bool:
     """Whether the stage has work in this catalog: its trigger (`stage::applies` rules)
     derives a tuple. Asked in this process (`stage.evaluate_in_process`), so a stage
     with nothing to do costs no Spark job; when the trigger needs Spark, the stage runs
@@ -334,11 +348,12 @@ def applies(stage: StageFile, before: Version, program_id: str, evaluator: str) 
     if stage.trigger is None or evaluator != "auto":
         return True
     with doing(f"stage {stage.name}: its trigger"):
-        out = in_process_or_none(stage.trigger, before.rows, program_id, [APPLIES], stage.name)
+        out = in_process_or_none(stage.trigger, before.rows, program_id, [APPLIES], stage.name, max_iterations)
     return out is None or bool(out.tuples[APPLIES])
 
 
-def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, wanted, origin: str):
+def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, wanted, origin: str,
+                       max_iterations: int = STAGE_ITERATIONS):
     from evita.runtime.columnar import Unsupported
 
     from .stage import fits_in_process
@@ -346,7 +361,7 @@ def in_process_or_none(program: S.Program, rows: CatalogRows, program_id: str, w
     if not fits_in_process(program, rows):
         return None
     try:
-        return evaluate_in_process(program, rows, program_id, wanted, origin=origin)
+        return evaluate_in_process(program, rows, program_id, wanted, origin=origin, max_iterations=max_iterations)
     except Unsupported as e:
         _log.debug("%s is asked on Spark: %s", origin, e)
         return None

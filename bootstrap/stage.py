@@ -214,7 +214,12 @@ def check_catalog_names(program: S.Program) -> None:
         for atom in (rule.head, *rule.body):
             if isinstance(atom, S.Atom) and atom.relation.startswith(SYS):
                 name = atom.relation[len(SYS):]
-                if name not in schema.BY_NAME:
+                if schema.is_view(name) and atom is rule.head:
+                    errors.append(Diagnostic("catalog-view", f"{atom.relation} is a view: the scheduler derives "
+                                             "it from the catalog, no stage writes it", atom.span, atom.relation,
+                                             f"read it in a body; write the tables it is derived from "
+                                             f"(docs/catalog.md, `{name}`)"))
+                elif name not in schema.BY_NAME and not schema.is_view(name):
                     errors.append(schema.unknown_table(atom.relation, atom.span))
     if errors:
         raise EvitaError(errors)
@@ -375,8 +380,16 @@ def snapshots(rows: CatalogRows, tables) -> dict:
     """`sys::T` -> the snapshot of T, for the engine (`SqlInput`: no Spark call yet)."""
     from evita.runtime import engine
 
-    return {SYS + t: engine.SqlInput(snapshot_query(rows.get(t, []), t), len(schema.table(t).columns))
+    return {SYS + t: engine.SqlInput(snapshot_query(table_rows(rows, t), t), len(schema.table(t).columns))
             for t in sorted(tables)}
+
+
+def table_rows(rows: CatalogRows, table: str) -> list:
+    """The rows a stage reads as `sys::TABLE`: the stored table's, or a view's computed
+    from `rows` (`catalog/views.py`), so a view always follows the version read."""
+    from evita.catalog import views
+
+    return views.view_rows(table, rows) if schema.is_view(table) else rows.get(table, [])
 
 
 def snapshot_query(rows: list, table: str):
@@ -485,9 +498,9 @@ IN_PROCESS_BYTES = _memory_budget()
 
 def catalog_read(program: S.Program, rows: CatalogRows) -> tuple:
     """(rows, values) of the catalog tables `program` reads."""
-    read = tables_read(program)
-    return (sum(len(rows.get(t, [])) for t in read),
-            sum(len(rows.get(t, [])) * len(schema.table(t).columns) for t in read))
+    read = {t: table_rows(rows, t) for t in tables_read(program)}
+    return (sum(len(r) for r in read.values()),
+            sum(len(r) * len(schema.table(t).columns) for t, r in read.items()))
 
 
 def fits_in_process(program: S.Program, rows: CatalogRows) -> bool:
@@ -531,8 +544,8 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
     from .planner import plan
 
     started = time.perf_counter()
-    read = sorted(tables_read(program))
-    key = (program, program_id, tuple(wanted), max_iterations, tuple(tuple(rows.get(t, [])) for t in read))
+    read = {t: table_rows(rows, t) for t in sorted(tables_read(program))}
+    key = (program, program_id, tuple(wanted), max_iterations, tuple(tuple(r) for r in read.values()))
     try:
         hash(key)
     except TypeError:  # a row holding a list
@@ -551,7 +564,7 @@ def evaluate_in_process(program: S.Program, rows: CatalogRows, program_id: str, 
         _planned[(id(program), program_id)] = (program, flow)  # the program is kept: its id stays its own
         while len(_planned) > PLANS_KEPT:
             _planned.pop(next(iter(_planned)))
-    inputs = {SYS + t: _pandas_snapshot(rows.get(t, []), t) for t in tables_read(program)}
+    inputs = {SYS + t: _pandas_snapshot(r, t) for t, r in read.items()}
     try:
         tables = columnar.run_dataflow(flow, inputs, max_iterations=max_iterations)
     except columnar.NoFixpoint:

@@ -378,23 +378,52 @@ TABLES = (
 
 BY_NAME = {t.name: t for t in TABLES}
 
+# Views: tables no stage writes and no Spark database holds, derived from the stored
+# tables of the catalog version a stage reads (`catalog/views.py` computes them). A stage
+# reads them as `sys::NAME` like any table; they answer in linear time what a stage would
+# otherwise compute as a fixpoint of its own, once per catalog version for every stage.
+VIEWS = (
+    _t("scc", "View (read-only, derived): the relation graph's strongly connected components, one row per "
+       "relation a rule or declaration names. B feeds H when a rule with head H reads B in its body (negated or "
+       "not); a @next or @async rule feeds a later timestep, not this one, so it adds no edge. Computed from "
+       "`rule`, `predicate` and `relation` for the catalog version a stage reads (Tarjan's algorithm, linear "
+       "in the rules), never stored.", [
+        ("program", STRING, "program id"),
+        ("relation", STRING, "relation name (as in rule.head_relation, predicate.relation)"),
+        ("scc", STRING, "the component: the least relation name among its members (two relations are "
+                        "mutually recursive exactly when their scc is the same and recursive)"),
+        ("recursive", BOOL, "the relation feeds itself: its component has two members or more, or a rule "
+                            "of it reads it"),
+        ("size", INT, "number of relations in the component"),
+        ("depth", INT, "0 when the component reads no other component; else 1 + the greatest depth of the "
+                       "components its rules read (the longest chain of components feeding it)"),
+    ], ["program", "relation"], order=["program", "depth", "scc", "relation"]),
+)
+VIEW_NAMES = {t.name: t for t in VIEWS}
+
 
 def table(name: str) -> Table:
-    """The declaration of a catalog table, by bare (`rule`) or qualified (`sys::rule`) name."""
+    """The declaration of a catalog table or view, by bare (`rule`) or qualified
+    (`sys::rule`) name."""
     bare = name.split("::", 1)[1] if name.startswith("sys::") else name
     try:
-        return BY_NAME[bare]
+        return BY_NAME[bare] if bare in BY_NAME else VIEW_NAMES[bare]
     except KeyError:
-        raise KeyError(f"no catalog table {name!r}; known: {', '.join(BY_NAME)}") from None
+        raise KeyError(f"no catalog table {name!r}; known: {', '.join([*BY_NAME, *VIEW_NAMES])}") from None
+
+
+def is_view(name: str) -> bool:
+    """A derived, read-only table (`VIEWS`), by bare or qualified name."""
+    return (name.split("::", 1)[1] if name.startswith("sys::") else name) in VIEW_NAMES
 
 
 def unknown_table(relation: str, span: Span) -> Diagnostic:
     """`sys::rules` is no catalog table: the diagnostic names the nearest ones (for the
     stage checks and for named fields in the parser, which both read the catalog)."""
     name = relation[len("sys::"):]
-    near = difflib.get_close_matches(name, list(BY_NAME), n=3, cutoff=0.6)
+    near = difflib.get_close_matches(name, [*BY_NAME, *VIEW_NAMES], n=3, cutoff=0.6)
     hint = (f"did you mean {' or '.join('sys::' + n for n in near)}?" if near else
-            f"the catalog tables: {', '.join(sorted(BY_NAME))} (docs/catalog.md)")
+            f"the catalog tables: {', '.join(sorted([*BY_NAME, *VIEW_NAMES]))} (docs/catalog.md)")
     return Diagnostic("unknown-catalog-table", f"{relation} is not a catalog table", span, relation, hint)
 
 
@@ -427,10 +456,15 @@ def markdown() -> str:
         "Stages refer to them as `sys::NAME`, positionally or with named fields",
         "(`sys::rule{id: R, program: P}`). Key columns are in **bold**; columns marked",
         "*source* record provenance and are ignored when catalogs are compared.",
+        "The last tables, marked *view*, are read-only: the scheduler derives them from the",
+        "stored tables of the catalog version a stage reads (`catalog/views.py`), for every",
+        "stage, its trigger and the integrity checks; no stage writes them and no Spark",
+        "database holds them.",
         "",
     ]
-    for t in TABLES:
+    for t in TABLES + VIEWS:
         fig = f" (seed 002 Fig 3.2: `{t.figure}`)" if t.figure else ""
+        fig += " *(view)*" if t.name in VIEW_NAMES else ""
         out += [f"## `{t.name}`{fig}", "", t.doc, "", "| column | type | meaning |", "|---|---|---|"]
         for c in t.columns:
             name = f"**{c.name}**" if c.name in t.key else c.name

@@ -213,8 +213,9 @@ def save_compilation(spark, final: CatalogRows, program_id: str, versions: list,
 
 def _history_writes(root: Loc, program_id: str, versions: list, status: str) -> list:
     hist = root.parent / HISTORY_DIR
+    mine = [(n, cat.only(program_id)) for n, cat in versions]  # once per version, not once per table too
     return [(hist / name, program_file(program_id, status), name,
-             [(n, status) + tuple(r) for n, cat in versions for r in cat.only(program_id).get(name, [])])
+             [(n, status) + tuple(r) for n, cat in mine for r in cat.get(name, [])])
             for name in HISTORY_TABLES]
 
 
@@ -551,6 +552,8 @@ def table_rows(root: Loc, name: str, program_id: str | None = None, limit: int |
     import pyarrow.dataset as ds
 
     decl = schema.table(name)
+    if schema.is_view(name):
+        return list(decl.column_names), _view_rows(root, decl, program_id, limit)
     where = ds.field("program") == program_id if program_id is not None and "program" in decl.column_names else None
     with _reading(Loc.of(root)):  # a file listed is not deleted before it is read
         table = (Loc.of(root) / decl.name).dataset(_arrow_schema(decl.name)).to_table(filter=where)
@@ -563,6 +566,20 @@ def table_rows(root: Loc, name: str, program_id: str | None = None, limit: int |
         order = order[:limit]
     table = table.take(order)
     return list(decl.column_names), list(zip(*(table.column(c).to_pylist() for c in decl.column_names)))
+
+
+def _view_rows(root: Loc, decl, program_id, limit) -> list:
+    """A view's rows (`catalog/views.py`) computed from the stored tables it derives from,
+    in the view's order."""
+    from .views import SOURCES, view_rows
+
+    rows = CatalogRows()
+    with _reading(Loc.of(root)):
+        for t in SOURCES[decl.name]:
+            rows[t] = _read_files(Loc.of(root) / t, t, program_id)
+    idx = [decl.column_names.index(c) for c in decl.order]
+    out = sorted(view_rows(decl.name, rows), key=lambda r: tuple(r[i] for i in idx) + tuple(r))
+    return out[:limit] if limit is not None else out
 
 
 def _read_files(folder, name: str, program_id=None) -> list:

@@ -413,3 +413,72 @@ def test_the_primitives_come_back_the_same_from_spark(spark, tmp_path):
     assert (here.term_removals, here.column_removals, here.moves) == \
            (there.term_removals, there.column_removals, there.moves)
     assert st.apply(rows, here).compared() == st.apply(rows, there).compared()
+
+
+# The view sys::scc (catalog/views.py): a and b mutually recursive, c reads itself, d only
+# through @next (a later timestep: no cycle here), e reads the rest.
+SCC_PROGRAM = """
+materialize(src, infinity, infinity, keys(1)).
+materialize(a, infinity, infinity, keys(1)).
+materialize(b, infinity, infinity, keys(1)).
+materialize(c, infinity, infinity, keys(1)).
+materialize(d, infinity, infinity, keys(1)).
+materialize(e, infinity, infinity, keys(1)).
+src(1).
+r1 a(X) :- src(X).
+r2 a(X) :- b(X).
+r3 b(X) :- a(X).
+r4 c(X) :- c(X), a(X).
+r5 c(X) :- src(X).
+r6 d(X)@next :- d(X).
+r7 e(X) :- c(X), d(X), notin b(X).
+"""
+
+
+def test_the_scc_view_gives_each_relation_its_component_once_per_catalog_version():
+    from evita.catalog import views
+
+    rows = encode(parse_program(SCC_PROGRAM, "scc.olg", "scc"))
+    got = {r[1]: r[2:] for r in views.view_rows("sys::scc", rows)}  # relation -> (scc, recursive, size, depth)
+    assert got == {"src": ("src", False, 1, 0), "a": ("a", True, 2, 1), "b": ("a", True, 2, 1),
+                   "c": ("c", True, 1, 2), "d": ("d", False, 1, 0), "e": ("e", False, 1, 3)}
+    # The view follows the rows it is asked of: without r2, a and b no longer recurse.
+    rule_id = schema_index("rule", "id")
+    cut = type(rows)(rows)
+    cut["rule"] = [r for r in rows["rule"] if r[rule_id] != "scc:r2"]
+    cut["predicate"] = [p for p in rows["predicate"] if p[schema_index("predicate", "rule")] != "scc:r2"]
+    after = {r[1]: r[2:] for r in views.view_rows("scc", cut)}
+    assert after["a"] == ("a", False, 1, 1) and after["b"] == ("b", False, 1, 2)
+
+
+def schema_index(table: str, column: str) -> int:
+    from evita.catalog import schema
+
+    return schema.table(table).column_names.index(column)
+
+
+def test_a_stage_reads_the_scc_view_the_same_in_process_and_on_spark(spark, tmp_path):
+    (tmp_path / "mark.dl").write_text(
+        'stage("mark").\nprecedes("parse", "mark").\n'
+        'm1 sys::relation{id: T, cached: true} :- sys::scc{relation: H, recursive: true, size: N}, N > 1,\n'
+        '                                         sys::relation{id: T, name: H}.\n'
+        'm2 stage::error(T, "deep", cat(H, " at depth ", to_string(D))) :- sys::scc{relation: H, depth: D}, D > 5,\n'
+        '                                         sys::relation{id: T, name: H}.\n')
+    stage = st.stage_file(tmp_path / "mark.dl", str(tmp_path))
+    rows = encode(parse_program(SCC_PROGRAM, "scc.olg", "scc"))
+    here = st.run_stage(spark, stage, rows, "scc", evaluator="in-process")
+    there = st.run_stage(spark, stage, rows, "scc", evaluator="engine")
+    assert here.actions == 0 and there.actions > 0
+    assert here.updates == there.updates
+    cached = sorted(r[0][0] for r in here.updates["relation"])
+    assert cached == ["scc.a", "scc.b"]
+
+
+def test_a_stage_cannot_write_a_view(tmp_path):
+    from evita.bootstrap.diagnostics import EvitaError
+
+    (tmp_path / "bad.dl").write_text('stage("bad").\nb1 sys::scc{relation: "x", recursive: true} :- sys::rule{id: _}.\n')
+    with pytest.raises(EvitaError) as info:
+        st.stage_file(tmp_path / "bad.dl", str(tmp_path))
+    text = info.value.render()
+    assert "sys::scc is a view" in text and "bad.dl:2" in text
