@@ -10,7 +10,7 @@ The output is the lowered program printed (`format_program`), compared as text, 
 expected block is written as the printer writes; for a no-op case the input itself is
 written so, and the lowered program must print back to it exactly. The parser's lowerings
 run together (a case shows its lowering's effect; labels and `=` are lowered too); the
-division runs on the parsed rules, as the planner runs it; Dedalus prints the tick
+division and the 32-bit width run on the parsed rules, as the planner runs them; Dedalus prints the tick
 program of a program with time. EVITA_UPDATE_CASES=1 rewrites the expected blocks from what the lowering does:
 read them before committing.
 """
@@ -24,6 +24,7 @@ import pytest
 
 from evita.bootstrap import syntax as S
 from evita.bootstrap.lowering.division import whole_divisions
+from evita.bootstrap.lowering.width import at_width
 from evita.bootstrap.parser import parse_program
 from evita.bootstrap.stage_check import read_cases, write_cases
 from evita.catalog.printer import format_program
@@ -48,6 +49,14 @@ def divided(program: S.Program) -> S.Program:
                                              for s in program.statements))
 
 
+def widened(program: S.Program) -> S.Program:
+    """The planner's rewrite for `--number-bits 32`, on the program's rules at 32 bits."""
+    program = replace(program, number_bits=32)
+    rules = iter(at_width(list(program.rules), program))
+    return replace(program, statements=tuple(next(rules) if isinstance(s, S.Rule) else s
+                                             for s in program.statements))
+
+
 def ticked(program: S.Program) -> S.Program:
     """Dedalus time as one timestep's program; a program without time runs as it is
     (the runtime lowers only what `is_dedalus`)."""
@@ -58,7 +67,7 @@ def ticked(program: S.Program) -> S.Program:
 LOWERINGS = {
     "statements": parsed, "disjunction": parsed, "aggregates": parsed, "autoinc": parsed,
     "equalities": parsed, "eqrel": parsed, "components": parsed, "inline": parsed,
-    "division": divided, "dedalus": ticked,
+    "subsumption": parsed, "division": divided, "width": widened, "dedalus": ticked,
 }
 
 
