@@ -118,7 +118,7 @@ def write_atomically(target: Path, data: bytes) -> None:
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        Loc.of(target).write_atomically(data)
+        Loc.of(target).write_atomically(data, crash="half-written-cache")
     except OSError:
         pass
 

@@ -134,7 +134,7 @@ class Loc:
         with self.fs.open_output_stream(self.path) as f:
             f.write(data)
 
-    def write_atomically(self, data: bytes) -> None:
+    def write_atomically(self, data: bytes, crash: str = "half-written") -> None:
         """Write the file whole or not at all: through a temporary name in the same folder
         (`.NAME.PID.tmp`), renamed onto this name. A reader, or a process killed half way,
         never sees part of it; a killed writer's temporary file is dropped by the next
@@ -149,7 +149,7 @@ class Loc:
             with self.fs.open_output_stream(tmp.path) as f:
                 f.write(data[:len(data) // 2])
                 f.flush()
-                crash_point("half-written")  # tests: a kill -9 with half the file written
+                crash_point(crash)  # tests: a kill -9 with half the file written
                 f.write(data[len(data) // 2:])
             if not self.local and self.exists():  # HDFS renames onto no file: the old one goes first
                 self.unlink()
@@ -210,7 +210,7 @@ def _alive(pid: int) -> bool:
 
 def crash_point(name: str) -> None:
     """Tests simulate `kill -9` at a named point of a write: EVITA_CRASH_AT=NAME (the
-    store's `staged`, `committed`, `applying`; an output file's `half-written`)."""
+    store's `staged`, `committed`, `applying`; an output file's `half-written`; a cache's `half-written-cache`)."""
     if os.environ.get("EVITA_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
 
