@@ -40,11 +40,17 @@ def whole_divisions(rules: list, program) -> list:
     """The rules of a Soufflé program with `/` on whole numbers as `//`."""
     if program.dialect != "souffle":
         return rules
-    types = TypeSystem.of(program)
+    types, declared = typing_context(program)
+    return [_rewritten(r, types, declared) for r in rules]
+
+
+def typing_context(program) -> tuple:
+    """(the program's type system, relation -> its first declaration): what `rule_kinds`
+    reads to type a rule's terms (the division and the width rewrites)."""
     declared: dict = {}
     for d in program.of(Declaration):
         declared.setdefault(d.relation, d)
-    return [_rewritten(r, types, declared) for r in rules]
+    return TypeSystem.of(program), declared
 
 
 def _rewritten(rule: Rule, types: TypeSystem, declared: dict) -> Rule:

@@ -34,9 +34,9 @@ from dataclasses import replace
 
 from .. import numbers
 from ..builtins import canonical
-from ..syntax import INT, Aggregate, BinOp, Call, Const, Declaration, Rule, UnOp, map_literal, map_subterms
+from ..syntax import INT, Aggregate, BinOp, Call, Const, Rule, UnOp, map_literal, map_subterms
 from ..types import TypeSystem
-from .division import _WHOLE, WHOLE_DIVISION, _joined, _kind, rule_kinds
+from .division import _WHOLE, WHOLE_DIVISION, _joined, _kind, rule_kinds, typing_context
 
 WRAP32 = "wrap32"  # the planner's unary operator; never written in a program
 SUM32 = "sum32"  # the planner's aggregate: a whole sum, wrapped
@@ -49,10 +49,7 @@ def at_width(rules: list, program) -> list:
     own, where each wraps as it computes: numpy, and Spark as runtime/sql.py writes it)."""
     if program.number_bits == 64:
         return rules
-    types = TypeSystem.of(program)
-    declared: dict = {}
-    for d in program.of(Declaration):
-        declared.setdefault(d.relation, d)
+    types, declared = typing_context(program)
     return [_rewritten(r, types, declared) for r in rules]
 
 
