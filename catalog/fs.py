@@ -144,16 +144,26 @@ class Loc:
         if self.uri.startswith(("s3a://", "s3n://", "s3://", "gs://", "abfs://", "abfss://")):
             self.write_bytes(data)
             return
-        tmp = self.parent / f".{self.name}.{os.getpid()}.tmp"
+        tmp = self.temporary()
         try:
-            with self.fs.open_output_stream(tmp.path) as f:
-                f.write(data[:len(data) // 2])
-                f.flush()
-                crash_point(crash)  # tests: a kill -9 with half the file written
-                f.write(data[len(data) // 2:])
+            if self.local:  # synced before the rename: a power loss leaves the old file or the new one
+                with open(tmp.path, "wb") as f:
+                    f.write(data[:len(data) // 2])
+                    f.flush()
+                    crash_point(crash)  # tests: a kill -9 with half the file written
+                    f.write(data[len(data) // 2:])
+                    f.flush()
+                    os.fsync(f.fileno())
+            else:
+                with self.fs.open_output_stream(tmp.path) as f:
+                    f.write(data[:len(data) // 2])
+                    f.flush()
+                    crash_point(crash)
+                    f.write(data[len(data) // 2:])
             if not self.local and self.exists():  # HDFS renames onto no file: the old one goes first
                 self.unlink()
             tmp.move_to(self)
+            self.parent.sync()
         except BaseException:
             try:
                 tmp.unlink()
@@ -161,10 +171,63 @@ class Loc:
                 pass
             raise
 
+    def temporary(self) -> "Loc":
+        """The name this file or folder is written under before it is renamed into place:
+        `.NAME.PID.tmp` beside it (`drop_stale_temporaries` knows it)."""
+        return self.parent / f".{self.name}.{os.getpid()}.tmp"
+
+    def replace_folder(self, write, crash: str = "half-written") -> None:
+        """Write a folder (Spark's Parquet output: many part files) whole or not at all:
+        `write(loc)` fills a temporary folder beside this one, which then takes this
+        name; the folder it replaces is moved aside first and deleted after. A process
+        killed at any point leaves the old folder or the new one (or, between the two
+        renames, none) and a temporary the next writer drops, never a half-written one."""
+        tmp, aside = self.temporary(), self.parent / f".{self.name}.{os.getpid()}.old.tmp"
+        try:
+            write(tmp)
+            crash_point(crash)
+            if self.exists():
+                self.move_to(aside)
+            tmp.move_to(self)
+            self.parent.sync()
+        except BaseException:
+            for t in (tmp, aside if self.exists() else None):
+                if t is not None and t.exists():
+                    t.rmtree() if t.is_dir() else t.unlink()
+            raise
+        if aside.exists():
+            aside.rmtree() if aside.is_dir() else aside.unlink()
+
+    def fsync(self) -> None:
+        """Make this local file's bytes durable (a no-op elsewhere)."""
+        if not self.local:
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def sync(self) -> None:
+        """Make this local folder's renames durable (a no-op elsewhere, and where the
+        system cannot sync a folder)."""
+        if not self.local:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
     def drop_stale_temporaries(self) -> list:
-        """Remove the temporary files (`.NAME.PID.tmp`, `write_atomically`) that processes
-        killed while writing left in this local folder; those of live processes stay.
-        Returns the removed names."""
+        """Remove the temporary files and folders (`.NAME.PID.tmp`, `write_atomically`,
+        `replace_folder`) that processes killed while writing left in this local folder;
+        those of live processes stay. Returns the removed names."""
         if not self.local:
             return []  # a process id means nothing across hosts
         dropped = []
@@ -172,7 +235,7 @@ class Loc:
             m = _TEMPORARY.fullmatch(child.name)
             if m and not _alive(int(m.group(1))):
                 try:
-                    child.unlink()
+                    child.rmtree() if child.is_dir() else child.unlink()
                     dropped.append(child.name)
                 except OSError:
                     pass
@@ -195,7 +258,7 @@ class Loc:
                           ignore_prefixes=[".", "_"])
 
 
-_TEMPORARY = re.compile(r"\..+\.(\d+)\.tmp")
+_TEMPORARY = re.compile(r"\..+\.(\d+)(\.old)?\.tmp")
 
 
 def _alive(pid: int) -> bool:

@@ -435,12 +435,15 @@ def _commit(root, writes: list) -> None:
                     staged = staging / str(i) / fname
                     staged.parent.mkdir()
                     staged.write_parquet(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR))
+                    staged.fsync()  # durable before the commit point names it
                 ops.append([str(folder), fname, str(staged) if staged else None])
             crash_point("staged")
             journal.mkdir()
             tmp = journal / f".{token}.tmp"
             tmp.write_text(json.dumps({"ops": ops}))
+            tmp.fsync()
             tmp.move_to(journal / f"{token}.json")  # the commit point
+            journal.sync()
         except BaseException:
             _quietly(staging.rmtree)
             raise
@@ -451,14 +454,18 @@ def _commit(root, writes: list) -> None:
 def _apply(root: Loc, journal_file: Loc) -> None:
     """Carry out a committed journal; safe to repeat after a crash half way."""
     ops = json.loads(journal_file.read_text())["ops"]
+    folders = {}
     for folder, fname, staged in ops:
         target = root / folder / fname  # an absolute folder or URI; a table name in older journals
         target.parent.mkdir()
+        folders[target.parent.uri] = target.parent
         if staged is None:
             target.unlink()
         elif Loc.of(staged).exists():
             Loc.of(staged).move_to(target)
             crash_point("applying")
+    for folder in folders.values():  # the moves durable before the journal that redoes them goes
+        folder.sync()
     journal_file.unlink()
     _quietly((root / "_staging" / journal_file.stem).rmtree)
 

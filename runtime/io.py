@@ -219,8 +219,10 @@ def write_outputs(result, relations: list, directory: str, fmt: str = "csv", sou
         os.makedirs(directory, exist_ok=True)
         written = []
         for rel in relations:
-            target = joined(directory, f"{rel}.parquet")
-            result.relations[rel].write.mode("overwrite").parquet(str(target))
+            target = Loc.of(joined(directory, f"{rel}.parquet"))
+            target.parent.drop_stale_temporaries()
+            # Spark writes a folder of part files: whole or not at all, as a CSV file is
+            target.replace_folder(lambda tmp: result.relations[rel].write.parquet(str(tmp)))
             written.append(str(target))
         return written
     return write_text_outputs(result, [OutputFile(rel, joined(directory, f"{rel}.csv"), "\t" if souffle else ",",

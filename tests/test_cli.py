@@ -315,6 +315,20 @@ def test_rows_sort_by_their_types_on_screen_and_in_files_on_both_paths(spark, ca
                 for row in table(out)] == want, path  # the screen shows 1.0 where the file has Soufflé's 1
 
 
+def test_parquet_output_is_written_whole_and_replaced_whole(spark, capsys, tmp_path):
+    """`--output DIR --format parquet`: Spark's folder of part files reaches its name by a
+    rename, so a second run replaces it whole and no temporary stays beside it."""
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "out"
+    for _ in range(2):
+        code, _, err = run(capsys, "run", str(EXAMPLES / "tc.dl"), "-F", str(EXAMPLES / "tc"), "--output", str(out),
+                           "--format", "parquet", "--only", "delta", "--quiet")
+        assert code == 0, err
+        assert sorted(p.name for p in out.iterdir()) == ["path.parquet"]
+        assert ds.dataset(out / "path.parquet", format="parquet", ignore_prefixes=[".", "_"]).count_rows() == 48
+
+
 def test_one_sort_key_for_python_rows_and_arrow_tables():
     import pyarrow as pa
 

@@ -336,6 +336,40 @@ def test_kill_9_while_run_writes_its_output_leaves_no_half_written_file(copied):
     assert no_half_written_output(out) == ["path.csv"] and len(list(out.iterdir())) == 1  # the leftover dropped
 
 
+FOLDER_WRITER = """
+import sys
+from evita.catalog.fs import Loc
+target = Loc.of(sys.argv[1])
+def write(tmp):
+    tmp.mkdir()
+    (tmp / "part-0").write_bytes(sys.argv[2].encode())
+    (tmp / "part-1").write_bytes(sys.argv[2].encode())
+target.parent.drop_stale_temporaries()
+target.replace_folder(write)
+"""
+
+
+def test_a_folder_output_killed_while_written_keeps_the_old_folder_whole(tmp_path):
+    """Parquet outputs are folders (`Loc.replace_folder`): killed after the new folder is
+    written but before it takes the name, the old folder is whole and the next writer
+    drops the leftover; run to the end, the new folder replaces the old whole."""
+    target = tmp_path / "out" / "path.parquet"
+
+    def write(text, **env):
+        return subprocess.run([sys.executable, "-c", FOLDER_WRITER, str(target), text],
+                              env={**os.environ, **env}, timeout=120).returncode
+
+    def contents():
+        return sorted((p.name, p.read_text()) for p in target.iterdir())
+
+    assert write("old") == 0 and contents() == [("part-0", "old"), ("part-1", "old")]
+    assert write("new", EVITA_CRASH_AT="half-written") == -signal.SIGKILL
+    assert contents() == [("part-0", "old"), ("part-1", "old")]
+    assert len(list(target.parent.iterdir())) == 2  # the killed writer's temporary folder beside it
+    assert write("new") == 0 and contents() == [("part-0", "new"), ("part-1", "new")]
+    assert [p.name for p in target.parent.iterdir()] == ["path.parquet"]
+
+
 def test_two_runs_at_once_into_two_folders_on_one_warehouse(copied):
     home, _, _ = copied
     env = cli_env(home)
