@@ -54,7 +54,8 @@ def _first(events: set) -> dict:
 
 @pytest.mark.parametrize("path,steps", [(CASES / "independent.olg", 20), (PROTOCOLS / "voting.olg", 40),
                                         pytest.param(PROTOCOLS / "twopc.olg", 60, marks=pytest.mark.extended),
-                                        (PROTOCOLS / "hashset.olg", 40)],  # 2PC (22 s): extended; composed below
+                                        pytest.param(PROTOCOLS / "hashset.olg", 40, marks=pytest.mark.extended)],
+                         # 2PC (22 s) and hashset (12 s): extended; the suite composes 2PC's rewrites below
                          ids=lambda p: getattr(p, "name", str(p)))
 def test_mutually_independent_halves_show_the_same_outputs_at_the_same_steps(spark, path, steps):
     if path.parent == PROTOCOLS:  # the runs tests/test_protocols.py checks the invariants of
@@ -137,6 +138,7 @@ def _outcome(run, relation=None) -> set:
             if kind == "external" and relation in (None, rel)}
 
 
+@pytest.mark.extended  # a variant of the monotonic half above (15 s)
 def test_a_monotonic_half_with_a_quorum_threshold_shows_the_same_outputs_at_quiescence(spark):
     """c3 counts acks, c4 commits at N >= Q (TR App. A.2.1): the count moves with c4 to
     leader:1/2, where forwarded acks may arrive together (1, then 3: never 2), and the
@@ -150,6 +152,7 @@ def test_a_monotonic_half_with_a_quorum_threshold_shows_the_same_outputs_at_quie
     assert any(first_have.get(k, 0) > step for k, step in first_want.items()), "the forwarding hop costs no time"
 
 
+@pytest.mark.extended  # both halves, each tested alone in the suite (16 s)
 def test_a_functional_and_a_monotonic_half_of_one_component_each_keep_their_oracle(spark):
     """two_kinds.olg: l2 (functional) to leader:1/2, a3-a4 (a quorum, monotonic) to
     leader:1/3. What the functional half makes (got, from storage) is shown at the same
@@ -220,6 +223,7 @@ def test_an_asymmetric_half_quiesces_with_the_same_outputs_and_one_decision_per_
     assert any(first_have[k][0] > first_want[k][0] for k in first_want), "sealing costs no time: the check shows nothing"
 
 
+@pytest.mark.extended  # the asymmetric half, then partitioned 2-3 ways (25 s): each rewrite alone is in the suite
 def test_an_asymmetric_half_partitioned_quiesces_with_the_same_outputs_each_partition_batching_apart(spark, tmp_path):
     """asymmetric.olg with its collector leader_2 partitioned 2 and 3 ways (on the request
     id, the only valid key): each partition numbers its own batches and names itself in
@@ -502,6 +506,7 @@ def test_partitioning_an_asymmetric_half_other_than_by_count_is_refused_at_the_d
     assert f"| {directives.splitlines()[0]}" in shown, shown  # the source line shown is the directive's
 
 
+@pytest.mark.extended  # a negative control (12 s); the suite's: test_partition's wrong-key check
 def test_an_equality_threshold_decoupled_by_hand_shows_other_outputs(spark, tmp_path):
     """Why `N == Q` is refused: the stage's rewrite of threshold.olg with the threshold
     made an equality, simulated, differs from the original in many seeds (about half of

@@ -101,9 +101,10 @@ def test_catalog_table_prints_what_the_spark_path_printed(spark, capsys):
 
 
 @pytest.mark.parametrize("program, stage, options", [
-    (SHORTEST_PATH, "system_r", {}),
+    pytest.param(SHORTEST_PATH, "system_r", {}, marks=pytest.mark.extended),
     (PATH_MAGIC, "magic_sets", {"skip": ["localize"]}),
-    # the other explain views: the same code path, a minute on Spark's engine
+    # the other explain views: the same code path, a minute on Spark's engine (the suite
+    # compares magic sets' view, the one with the most rules)
     pytest.param(SHORTEST_PATH, "localize", {}, marks=pytest.mark.extended),
     pytest.param(VOTING, "decouple", {}, marks=pytest.mark.extended),
 ], ids=["system_r", "magic_sets", "localize", "decouple"])

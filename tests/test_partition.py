@@ -61,9 +61,13 @@ def timed(spark):
     return _timed(spark, COHASH)
 
 
-@pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS), (FD, "node", STEPS),
-                                                  (BUCKETS, "server", STEPS), ("chained", "server", STEPS),
-                                                  (SHARED_ACK, "collector", STEPS), ("voting", "participant", 40)],
+# the suite samples three key choices (co-hashed, buckets, a shared ack); extended runs all six
+@pytest.mark.parametrize("path,component,steps", [(COHASH, "collector", STEPS),
+                                                  pytest.param(FD, "node", STEPS, marks=pytest.mark.extended),
+                                                  (BUCKETS, "server", STEPS),
+                                                  pytest.param("chained", "server", STEPS, marks=pytest.mark.extended),
+                                                  (SHARED_ACK, "collector", STEPS),
+                                                  pytest.param("voting", "participant", 40, marks=pytest.mark.extended)],
                          ids=["cohash", "fd", "buckets", "chained", "shared", "voting"])
 def test_a_partitioned_component_shows_the_same_outputs_at_the_same_steps(spark, tmp_path_factory, path, component,
                                                                           steps):

@@ -101,6 +101,7 @@ def check_liveness(run, logs):
     assert not run.late, f"seeds that had not quiesced at step {HORIZON}: {run.late[:10]}"
 
 
+@pytest.mark.extended  # 200 more seeds of Paxos (30 s): the suite keeps the competing proposers, the harder case
 def test_paxos_one_leader_is_safe_and_live(one_leader):
     logs = check_safety(one_leader)
     check_liveness(one_leader, logs)

@@ -201,7 +201,7 @@ r2 p(X, Z) :- p(X, Y), p(Y - 1 + 1, Z).
 r3 q(X) :- e(X, _), !p(X + 1, X + 2).
 r4 s(X) :- e(X - 1, X).
 fib(0, 0). fib(1, 1).
-r7 fib(N + 1, A + B) :- fib(N, A), fib(N - 1, B), N < 10.
+r7 fib(N + 1, A + B) :- fib(N, A), fib(N - 1, B), N < 6.
 """
 
 
@@ -227,12 +227,11 @@ def test_an_expression_in_an_atom_becomes_a_variable_and_a_test(spark):
     assert [s.op for s in negated.steps] == ["scan", "assign", "assign", "antijoin"]
 
     fibs = [(0, 0), (1, 1)]
-    while fibs[-1][0] < 10:
+    while fibs[-1][0] < 6:
         fibs.append((fibs[-1][0] + 1, fibs[-1][1] + fibs[-2][1]))
     expected = {"p": {(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4), (5, 6)}, "q": {(3,), (5,)},
                 "s": {(2,), (3,), (4,), (6,)}, "fib": set(fibs)}
     here = run_dataflow(flow, {})  # the driver's columnar evaluator: it refused such atoms
     assert {n: set(map(tuple, here[n].itertuples(index=False))) for n in expected} == expected
-    for local in (True, False):  # on Spark: in one task / the SQL loop
-        got = run(flow, spark, {}, local=local).tuples(list(expected))
-        assert got == expected, local
+    # on Spark's SQL loop (a task runs the driver's columnar core: test_here.py compares those)
+    assert run(flow, spark, {}, local=False).tuples(list(expected)) == expected

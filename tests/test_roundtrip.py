@@ -49,7 +49,7 @@ def test_example_round_trip(path):
     assert format_program(parse_program(text, "again", program.name)) == text  # canonical
 
 
-@settings(max_examples=int(os.environ.get("EVITA_ROUNDTRIP_EXAMPLES", "80")), deadline=None)
+@settings(max_examples=int(os.environ.get("EVITA_ROUNDTRIP_EXAMPLES", "50")), deadline=None)
 @given(programs())
 def test_generated_round_trip(program):
     rows = encode(program)
@@ -80,7 +80,7 @@ def test_examples_round_trip_through_spark(catalog):
         assert_same_catalog(rows, rows2, text)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(max_statements=6))
 def test_generated_round_trip_through_spark(catalog, program):
     program = type(program)(f"hyp_{program.name}", program.statements, program.path, program.dialect)

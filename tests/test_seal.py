@@ -159,8 +159,8 @@ def test_a_seal_the_stage_refuses_fails_at_the_rule(spark, tmp_path, old, new, c
     assert f"| {' ' * 4 * (at[0] == 'q')}{at}" in shown, shown  # the source line shown is the statement's
 
 
-@pytest.mark.parametrize("path", [BATCH, pytest.param(FIXTURES / "partition" / "sealed.olg", marks=pytest.mark.extended)],
-                         ids=["step", "commit"])
+@pytest.mark.extended  # the stage's SQL loop on Spark (35 s): the suite runs a stage on Spark in test_stages.py
+@pytest.mark.parametrize("path", [BATCH, FIXTURES / "partition" / "sealed.olg"], ids=["step", "commit"])
 def test_the_stage_derives_the_same_in_process_as_on_spark(spark, path):
     """Compiling a small program runs the stage in process (columnar backend), a catalog
     past the memory budget on the engine's SQL loop on Spark: both must desugar alike, a

@@ -112,7 +112,7 @@ def test_reads_while_saves_run_see_one_whole_version(tmp_path):
 
 def test_concurrent_writers_wait_for_each_other(tmp_path):
     root = tmp_path / "evita-catalog"
-    procs = [child(root, 20 + 2 * k, 40) for k in range(3)]
+    procs = [child(root, 20 + 2 * k, 15) for k in range(3)]
     for p in procs:
         assert p.wait(timeout=300) == 0
     assert stored(root) in [expected(n) for n in (20, 21, 22, 23, 24, 25)]
