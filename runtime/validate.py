@@ -290,7 +290,6 @@ def _count(reads: list) -> tuple:
     import uuid
     from functools import reduce
 
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     width = max(r.storage.arity for r in reads)
@@ -307,13 +306,25 @@ def _count(reads: list) -> tuple:
         metrics.append(F.count(F.when(mine & F.col("bad"), 1)).alias(f"e{i}"))
         metrics += [F.bit_and(F.when(mine, F.col(f"m{c}"))).alias(f"m{i}_{c}") for c in range(reads[i].storage.arity)
                     if reads[i].targets[c] is None]
-    seen = Observation(f"read-{uuid.uuid4().hex}")
-    reduce(lambda a, b: a.unionByName(b), parts).observe(seen, *metrics).write.format("noop").mode("overwrite").save()
+    rows = reduce(lambda a, b: a.unionByName(b), parts)
+    seen = _observation(rows, f"read-{uuid.uuid4().hex}")
+    rows.observe(seen, *metrics).write.format("noop").mode("overwrite").save()
     got = seen.get
     errors = {i: got[f"e{i}"] for i in range(len(reads))}
     masks = {i: {c: got[f"m{i}_{c}"] for c in range(r.storage.arity)
                  if r.targets[c] is None and got[f"m{i}_{c}"] is not None} for i, r in enumerate(reads)}
     return errors, masks
+
+
+def _observation(frame, name: str):
+    """An Observation of the kind `frame` takes: Spark Connect's for a Connect frame
+    (pyspark picks by an environment variable, which a session made with
+    `builder.remote(url)` does not set)."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.observation import Observation
+    else:
+        from pyspark.sql.observation import Observation
+    return Observation(name)
 
 
 def _summarize(reads: list) -> tuple:
