@@ -5,18 +5,27 @@ type, is an error naming the file, the line (the row, for Parquet), the column, 
 and the type: nothing is dropped or turned into null behind the user's back (Soufflé
 refuses such files too). `lenient` skips those rows instead and counts them.
 
-How it stays one pass over the data, however large:
+Two passes, the second only for a file with a bad row:
 
-* text files are read as lines (`spark.read.text`), split and cast with `try_cast`, so a
-  bad value becomes an error code in column `err` instead of a null;
-* the checked rows are persisted, and ONE aggregate over all inputs counts lines and
-  errors per file split and infers the types of undeclared columns; the engine then reads
-  the persisted rows, not the files;
-* only when there are errors, a second query over the persisted rows takes the first
-  MAX_SHOWN of them (Spark's take-ordered: bounded memory);
-* line numbers come from the same aggregate: each row carries its split's start byte and
-  a per-partition ordinal, and a split's first line number is the sum of the lines of
-  the splits before it in its file.
+* the first pass (`_text_fast`) reads each text file as lines (`spark.read.text`),
+  splits them (a plain separator: Java's split takes its fast path, no regex per line;
+  the quote-aware pattern only on lines with a quote), casts each value with
+  `try_cast` to its declared type and gives each line the same error code `err` as the
+  second pass would (a bad value is a code, never a null). It persists just that: `err`
+  and the typed values, not the line, its file, split or ordinal;
+* ONE Spark job over all inputs then persists those rows and, in the same job, counts
+  each input's bad rows and infers the types of undeclared columns (`observe`, the rows
+  going to Spark's no-op sink): a well-formed file is read once, in one job, and the
+  engine reads the persisted rows, not the file. `lenient` needs no more: it keeps the
+  rows without an error and reports the count;
+* only when a file has bad rows (and not `lenient`) is it read again the precise way
+  (`_text`): with each line's file, split start and ordinal (`_metadata`,
+  `monotonically_increasing_id`), its text and its tokens; one aggregate numbers the
+  lines of each split (a split's first line number is the sum of the lines of the
+  splits before it in its file) and a second query takes the first MAX_SHOWN bad rows
+  (Spark's take-ordered: bounded memory), so diagnostics name file, line and column.
+  A file with a header line, and Parquet (`_parquet`), are read the precise way from
+  the start; their rows go through the same counting job.
 """
 from __future__ import annotations
 
@@ -74,9 +83,12 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
         return {}, {}
     errors, masks = _count(reads)
     if any(errors.values()) and not lenient:
-        for r in reads:
-            r.frame.unpersist()
-        raise EvitaError(_precise_errors(spark, reads, errors))
+        try:
+            shown = _precise_errors(spark, reads, errors)
+        finally:
+            for r in reads:
+                r.frame.unpersist()
+        raise EvitaError(shown)
     frames, skipped = {}, {}
     for i, r in enumerate(reads):  # a relation read from several files (.input twice) is their union
         typed = _typed(r, masks.get(i, {}))
@@ -91,13 +103,20 @@ def _precise_errors(spark, reads: list, errors: dict) -> list:
     """The diagnostics of the first MAX_SHOWN bad rows and a note of the rest: the files
     with errors read again the precise way (file, split and ordinal of every line), then
     the aggregate that numbers their lines and the query that takes the first bad rows."""
-    again = [r if r.precise else _text(spark, r.file, r.storage) for i, r in enumerate(reads) if errors.get(i, 0)]
+    bad = [r for i, r in enumerate(reads) if errors.get(i, 0)]
+    again = [r if r.precise else _text(spark, r.file, r.storage) for r in bad]
     try:
         _, offsets, _ = _summarize(again)
         shown = _first_errors(again, offsets)
     finally:
         for r in again:
-            r.frame.unpersist()
+            if not any(r is kept for kept in reads):
+                r.frame.unpersist()
+    if not shown:  # the second read found none: the file was rewritten between the two
+        return [Diagnostic("input-changed", f"{r.file.path} changed while it was read: the first read found "
+                           f"{plural(errors[i], 'bad row')}, the second none", S.Span(r.file.path, 0, 0),
+                           r.file.path, "run again once nothing writes the file")
+                for i, r in enumerate(reads) if errors.get(i, 0)]
     return shown + _rest_note(sum(errors.values()), shown)
 
 
