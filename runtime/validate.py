@@ -155,8 +155,8 @@ def _text_fast(spark, f: InputFile, s: Storage) -> _Read:
     """The first pass over a text file: the rows split, checked and cast to their declared
     types, with the same `err` as `_text` gives each line, but nothing kept for
     diagnostics (no file, split, ordinal, line text or tokens), so it is cheap to compute
-    and to persist. Empty lines are no rows. A value's line has no `\\r` to strip: the
-    line reader ends a line at \\r, \\n and \\r\\n."""
+    and to persist. Empty lines are no rows. No line holds a `\\r` for it to strip, as `_text`
+    does: Spark's line reader ends a line at \\r, \\n and \\r\\n."""
     from pyspark.sql import functions as F
 
     sep, quoted = separator(f), is_quoted(f)
@@ -347,8 +347,9 @@ def _observation(frame, name: str):
 
 
 def _summarize(reads: list) -> tuple:
-    """One Spark job over every input: per file split its first ordinal, its lines and its
-    errors, and per undeclared column the types all its values parse as."""
+    """One Spark job over the inputs read the precise way because they have errors: per
+    file split its first ordinal, its lines and its errors (and per undeclared column the
+    types all its values parse as, which `_count` has given already)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
