@@ -5,18 +5,27 @@ type, is an error naming the file, the line (the row, for Parquet), the column, 
 and the type: nothing is dropped or turned into null behind the user's back (Soufflé
 refuses such files too). `lenient` skips those rows instead and counts them.
 
-How it stays one pass over the data, however large:
+Two passes, the second only for a file with a bad row:
 
-* text files are read as lines (`spark.read.text`), split and cast with `try_cast`, so a
-  bad value becomes an error code in column `err` instead of a null;
-* the checked rows are persisted, and ONE aggregate over all inputs counts lines and
-  errors per file split and infers the types of undeclared columns; the engine then reads
-  the persisted rows, not the files;
-* only when there are errors, a second query over the persisted rows takes the first
-  MAX_SHOWN of them (Spark's take-ordered: bounded memory);
-* line numbers come from the same aggregate: each row carries its split's start byte and
-  a per-partition ordinal, and a split's first line number is the sum of the lines of
-  the splits before it in its file.
+* the first pass (`_text_fast`) reads each text file as lines (`spark.read.text`),
+  splits them (a plain separator: Java's split takes its fast path, no regex per line;
+  the quote-aware pattern only on lines with a quote), casts each value with
+  `try_cast` to its declared type and gives each line the same error code `err` as the
+  second pass would (a bad value is a code, never a null). It persists just that: `err`
+  and the typed values, not the line, its file, split or ordinal;
+* ONE Spark job over all inputs then persists those rows and, in the same job, counts
+  each input's bad rows and infers the types of undeclared columns (`observe`, the rows
+  going to Spark's no-op sink): a well-formed file is read once, in one job, and the
+  engine reads the persisted rows, not the file. `lenient` needs no more: it keeps the
+  rows without an error and reports the count;
+* only when a file has bad rows (and not `lenient`) is it read again the precise way
+  (`_text`): with each line's file, split start and ordinal (`_metadata`,
+  `monotonically_increasing_id`), its text and its tokens; one aggregate numbers the
+  lines of each split (a split's first line number is the sum of the lines of the
+  splits before it in its file) and a second query takes the first MAX_SHOWN bad rows
+  (Spark's take-ordered: bounded memory), so diagnostics name file, line and column.
+  A file with a header line, and Parquet (`_parquet`), are read the precise way from
+  the start; their rows go through the same counting job.
 """
 from __future__ import annotations
 
@@ -38,6 +47,7 @@ TOO_FEW_OR_MANY, NOT_UTF8 = -1, -2  # `err` codes; 0, 1, ... name the column who
 _HINTS = {"bigint": "write a whole number, like 42", "double": "write a number, like 3.5",
           "boolean": "write true or false", "string": "give every column a value"}
 _INFERRED = ((1, "bigint"), (2, "double"), (4, "boolean"))  # bit of the inference mask -> type
+_OUTSIDE_QUOTES = '(?=(?:[^"]*"[^"]*")*[^"]*$)'  # a separator followed by an even number of quotes
 
 
 @dataclass
@@ -46,8 +56,9 @@ class _Read:
     file: InputFile
     storage: Storage
     parquet: bool
-    frame: object  # DataFrame: file, block, mid, value, data, tokens, err, v0, v1, ...
-    targets: list  # Spark type per column; None: infer (undeclared, text)
+    frame: object  # DataFrame: err, data, v0, v1, ... (precise: also file, block, mid, value, tokens)
+    targets: list  # Spark type per column; None: infer (undeclared, text); "keep": v<i> has it already
+    precise: bool = True  # every line's file, split and ordinal are kept: diagnostics can be made
 
 
 def is_parquet(path: str) -> bool:
@@ -62,19 +73,22 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
     reads, problems = [], []
     for f, s in files:
         try:
-            reads.append(_parquet(spark, f, s) if is_parquet(f.path) else _text(spark, f, s))
+            reads.append(_parquet(spark, f, s) if is_parquet(f.path) else
+                         _text(spark, f, s) if _precise_only(f) else _text_fast(spark, f, s))
         except EvitaError as e:
             problems += e.diagnostics
     if problems:
         raise EvitaError(problems)
     if not reads:
         return {}, {}
-    errors, offsets, masks = _summarize(reads)
+    errors, masks = _count(reads)
     if any(errors.values()) and not lenient:
-        shown = _first_errors(reads, offsets)
-        for r in reads:
-            r.frame.unpersist()
-        raise EvitaError(shown + _rest_note(sum(errors.values()), shown))
+        try:
+            shown = _precise_errors(spark, reads, errors)
+        finally:
+            for r in reads:
+                r.frame.unpersist()
+        raise EvitaError(shown)
     frames, skipped = {}, {}
     for i, r in enumerate(reads):  # a relation read from several files (.input twice) is their union
         typed = _typed(r, masks.get(i, {}))
@@ -83,6 +97,27 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
         if errors.get(i, 0):
             skipped[rel] = skipped.get(rel, 0) + errors[i]
     return frames, skipped
+
+
+def _precise_errors(spark, reads: list, errors: dict) -> list:
+    """The diagnostics of the first MAX_SHOWN bad rows and a note of the rest: the files
+    with errors read again the precise way (file, split and ordinal of every line), then
+    the aggregate that numbers their lines and the query that takes the first bad rows."""
+    bad = [r for i, r in enumerate(reads) if errors.get(i, 0)]
+    again = [r if r.precise else _text(spark, r.file, r.storage) for r in bad]
+    try:
+        _, offsets, _ = _summarize(again)
+        shown = _first_errors(again, offsets)
+    finally:
+        for r in again:
+            if not any(r is kept for kept in reads):
+                r.frame.unpersist()
+    if not shown:  # the second read found none: the file was rewritten between the two
+        return [Diagnostic("input-changed", f"{r.file.path} changed while it was read: the first read found "
+                           f"{plural(errors[i], 'bad row')}, the second none", S.Span(r.file.path, 0, 0),
+                           r.file.path, "run again once nothing writes the file")
+                for i, r in enumerate(reads) if errors.get(i, 0)]
+    return shown + _rest_note(sum(errors.values()), shown)
 
 
 # ---------------------------------------------------------------- the checked rows
@@ -102,7 +137,7 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
         first = F.min("mid").over(Window.partitionBy("file", "block"))
         lines = lines.withColumn("value", F.when((F.col("block") == 0) & (F.col("mid") == first), F.lit(""))
                                  .otherwise(F.col("value")))
-    pattern = "\\Q" + sep + "\\E" + ('(?=(?:[^"]*"[^"]*")*[^"]*$)' if quoted else "")
+    pattern = "\\Q" + sep + "\\E" + (_OUTSIDE_QUOTES if quoted else "")
     tokens = lines.withColumn("tokens", F.split("value", pattern, -1))
     values = [_unquoted(f"try_element_at(tokens, {i + 1})") if quoted else f"try_element_at(tokens, {i + 1})"
               for i in range(s.arity)]
@@ -114,6 +149,58 @@ def _text(spark, f: InputFile, s: Storage) -> _Read:
     frame = tokens.select("file", "block", "mid", "value", F.expr("value != ''").alias("data"), "tokens",
                           F.expr(err).cast("int").alias("err"), *[F.expr(v).alias(f"v{i}") for i, v in enumerate(values)])
     return _Read(f, s, False, _persisted(frame), targets)
+
+
+def _text_fast(spark, f: InputFile, s: Storage) -> _Read:
+    """The first pass over a text file: the rows split, checked and cast to their declared
+    types, with the same `err` as `_text` gives each line, but nothing kept for
+    diagnostics (no file, split, ordinal, line text or tokens), so it is cheap to compute
+    and to persist. Empty lines are no rows. No line holds a `\\r` for it to strip, as `_text`
+    does: Spark's line reader ends a line at \\r, \\n and \\r\\n."""
+    from pyspark.sql import functions as F
+
+    sep, quoted = separator(f), is_quoted(f)
+    plain = F.split("value", _literal_pattern(sep), -1)
+    if quoted:  # a separator inside quotes splits nothing; the lookahead is costly, so only where there is a quote
+        tokens = F.when(F.instr("value", '"') > 0, F.split("value", "\\Q" + sep + "\\E" + _OUTSIDE_QUOTES, -1)) \
+            .otherwise(plain)
+    else:
+        tokens = plain
+    lines = spark.read.text(f.path).where("value != ''").select(tokens.alias("tokens"))
+    texts = [f"try_element_at(tokens, {i + 1})" for i in range(s.arity)]
+    if quoted:  # _unquoted's pattern starts with a quote: test that first, cheaply
+        texts = [f"CASE WHEN startswith({v}, '\"') THEN {_unquoted(v)} ELSE {v} END" for v in texts]
+    split = lines.select("tokens", *[F.expr(v).alias(f"t{i}") for i, v in enumerate(texts)])
+    declared = [DECLARED.get(t) for t in s.types]
+    values = [f"t{i}" for i in range(s.arity)]
+    # The line is raw bytes; splitting it decodes it, as Java does, with U+FFFD for what is not UTF-8.
+    # A line of the right width is its values and separators: a U+FFFD in it is in a value.
+    replaced = " OR ".join(f"instr({v}, '\ufffd') > 0" for v in values) or "FALSE"
+    cases = [f"WHEN size(tokens) != {s.arity} THEN {TOO_FEW_OR_MANY}", f"WHEN {replaced} THEN {NOT_UTF8}"]
+    cases += [f"WHEN {bad} THEN {i}" for i, bad in enumerate(_per_column(values, declared, s, f.number_bits))]
+    typed = [v if t in (None, "string") else
+             _held(f"try_cast({v} AS BIGINT)", s.types[i], f.number_bits) if t == "bigint" else
+             f"try_cast({v} AS {t.upper()})" for i, (v, t) in enumerate(zip(values, declared))]
+    frame = split.select(F.expr(f"CASE {' '.join(cases)} END").cast("int").alias("err"), F.lit(True).alias("data"),
+                         *[F.expr(v).alias(f"v{i}") for i, v in enumerate(typed)])
+    return _Read(f, s, False, _persisted(frame), [None if t is None else "keep" for t in declared], precise=False)
+
+
+def _precise_only(f: InputFile) -> bool:
+    """A file the first pass cannot read as `_text` does: with a header line (known only
+    by the file's split and ordinal), or a separator that is U+FFFD (it would hide the
+    mark of bytes that are not UTF-8)."""
+    return f.headers or "\ufffd" in separator(f)
+
+
+def _literal_pattern(sep: str) -> str:
+    """`sep` as a regular expression Java's String.split takes its fast path for (no
+    regex compiled per line): a character as itself, or escaped when it means something."""
+    if len(sep) == 1 and sep not in ".$|()[{^?*+\\":
+        return sep
+    if len(sep) == 1 and not sep.isalnum():
+        return "\\" + sep
+    return "\\Q" + sep + "\\E"
 
 
 def _persisted(frame):
@@ -214,9 +301,55 @@ def _unquoted(v: str) -> str:
 
 # ---------------------------------------------------------------- the one job
 
+def _count(reads: list) -> tuple:
+    """The one Spark job of a read: it persists every input's checked rows and, as it
+    goes, counts each input's bad rows and ANDs the type masks of its undeclared columns
+    (`observe`: metrics of the job itself, no aggregate after it; the rows go to Spark's
+    no-op sink). -> ({input: bad rows}, {input: {column: mask}})."""
+    import uuid
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    width = max(r.storage.arity for r in reads)
+    parts = []
+    for i, r in enumerate(reads):
+        masks = [_mask(f"v{c}") if t is None else "CAST(NULL AS INT)" for c, t in enumerate(r.targets)]
+        masks += ["CAST(NULL AS INT)"] * (width - len(masks))
+        parts.append(r.frame.select(F.lit(i).alias("input"), F.expr("err IS NOT NULL AND data").alias("bad"),
+                                    *[F.expr(f"CASE WHEN err IS NULL AND data THEN {m} END").alias(f"m{c}")
+                                      for c, m in enumerate(masks)]))
+    metrics = []
+    for i in range(len(reads)):
+        mine = F.col("input") == i
+        metrics.append(F.count(F.when(mine & F.col("bad"), 1)).alias(f"e{i}"))
+        metrics += [F.bit_and(F.when(mine, F.col(f"m{c}"))).alias(f"m{i}_{c}") for c in range(reads[i].storage.arity)
+                    if reads[i].targets[c] is None]
+    rows = reduce(lambda a, b: a.unionByName(b), parts)
+    seen = _observation(rows, f"read-{uuid.uuid4().hex}")
+    rows.observe(seen, *metrics).write.format("noop").mode("overwrite").save()
+    got = seen.get
+    errors = {i: got[f"e{i}"] for i in range(len(reads))}
+    masks = {i: {c: got[f"m{i}_{c}"] for c in range(r.storage.arity)
+                 if r.targets[c] is None and got[f"m{i}_{c}"] is not None} for i, r in enumerate(reads)}
+    return errors, masks
+
+
+def _observation(frame, name: str):
+    """An Observation of the kind `frame` takes: Spark Connect's for a Connect frame
+    (pyspark picks by an environment variable, which a session made with
+    `builder.remote(url)` does not set)."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.observation import Observation
+    else:
+        from pyspark.sql.observation import Observation
+    return Observation(name)
+
+
 def _summarize(reads: list) -> tuple:
-    """One Spark job over every input: per file split its first ordinal, its lines and its
-    errors, and per undeclared column the types all its values parse as."""
+    """One Spark job over the inputs read the precise way because they have errors: per
+    file split its first ordinal, its lines and its errors (and per undeclared column the
+    types all its values parse as, which `_count` has given already)."""
     from functools import reduce
 
     from pyspark.sql import functions as F

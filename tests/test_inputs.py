@@ -93,6 +93,25 @@ def test_line_numbers_are_exact_across_file_splits_and_errors_are_capped(spark, 
     assert note.message == f"stopped after {MAX_SHOWN} errors; {len(bad) - MAX_SHOWN} more rows with errors not shown"
 
 
+def test_a_well_formed_file_is_read_in_one_job_and_then_from_the_persisted_rows(spark, tmp_path):
+    """The first pass persists the typed rows and counts bad ones in the job that reads
+    the file, over all its splits; the engine then reads the persisted rows, not the file."""
+    path = tmp_path / "good.facts"
+    path.write_text("".join(f"{i}\t{i * 2}\t{i % 7}.5\n" + ("\n" if i % 50 == 0 else "") for i in range(3000)))
+    sc = spark.sparkContext
+    sc.setJobGroup("one-pass", "one-pass")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")  # many splits of one file
+    try:
+        df, skipped = read(spark, path, ["number", "unsigned", "any"])
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("one-pass")) == 1 and skipped == {}
+    path.unlink()  # read from the persisted rows from here on
+    assert df.schema.simpleString() == "struct<c0:bigint,c1:bigint,c2:double>"
+    assert sorted(map(tuple, df.collect())) == [(i, i * 2, i % 7 + 0.5) for i in range(3000)]
+
+
 def test_parquet_rows_are_checked_by_row_number(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -42,6 +42,7 @@ GOOD = {
     "infer_nulls": ("nulls.csv", b"1,1.5,true,\n,,,\n3,2,false,x\n", [A, A, A, A], {}),
     "empty": ("empty.facts", b"", [N, F, B, Y], {}),
     "multi_char": ("mc.txt", b"a::b\n1::\n", [Y, Y], {"delimiter": "::"}),
+    "regex_char": ("pipe.txt", b"a|b|\n|c|d.\n", [Y, Y, Y], {"delimiter": "|"}),  # a separator Java's regex escapes
     "option_csv": ("opt.csv", b'1,"2"\n', [N, N], {"option": True}),
 }
 BAD = {
