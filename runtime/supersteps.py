@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import progress
-from .dedalus import CLOCK, MEMBER, Timed, unknown_address
+from .dedalus import CLOCK, MEMBER, STEP, Timed, unknown_address
 from .simulate import COUNT_COLUMNS, Run, _state, _trace
 
 WORLD = 0  # the one run's world column
@@ -163,10 +163,84 @@ class _Supersteps:
         return out
 
 
+class _Fired:
+    """Which rules of the tick program a superstep must evaluate.
+
+    Every operator of the tick program is deterministic (`now()` is refused in a Dedalus
+    program; `rand()`, `hash()`, `id()` are functions of the tuple; `tick()` is read from
+    `__clock`), so a rule whose inputs hold what they held at the previous timestep derives
+    what it derived then: seed 004's determinism rewrite, `op(prev a, prev b) = prev(op(a, b))`.
+    A superstep therefore evaluates only the relations some changed input reaches through
+    the rules (the rules deriving them, over the others' previous tuples), and keeps the
+    previous tuples of every other relation. Only `tick()` changes every timestep: a rule
+    that reads it is evaluated at every superstep.
+
+    The reach is a function of the tick program's rule graph alone (which relations a
+    rule reads, and whether it reads `tick()`); the planner's strata hold the same graph.
+    Sub-programs are planned once per set of relations to evaluate."""
+
+    def __init__(self, timed: Timed):
+        from ..bootstrap import syntax as S
+
+        self.program = timed.program
+        self.readers: dict = {}  # relation -> the heads of the rules reading it
+        self.derived: set = set()  # relations some rule derives
+        self.ticking: set = set()  # heads of rules that read tick(): new tuples every timestep
+        for r in self.program.rules:
+            head = r.head.relation
+            self.derived.add(head)
+            for atom in _atoms(r.body, S.Atom):
+                if atom.relation == CLOCK:
+                    if atom.args and atom.args[0] == S.Var(STEP):
+                        self.ticking.add(head)
+                elif atom.relation != MEMBER:  # the members never change
+                    self.readers.setdefault(atom.relation, set()).add(head)
+        self.flows: dict = {}
+
+    def reach(self, changed: set) -> frozenset:
+        """The relations whose tuples may differ from the previous timestep's, when the
+        inputs of `changed` differ: those and every head of a rule reading one of them,
+        transitively, and the heads of rules reading tick()."""
+        out = set(changed) | self.ticking
+        todo = list(out)
+        while todo:
+            for head in self.readers.get(todo.pop(), ()):
+                if head not in out:
+                    out.add(head)
+                    todo.append(head)
+        return frozenset(out)
+
+    def flow(self, evaluated: frozenset):
+        """The dataflow of the rules deriving `evaluated` (the relations they read
+        otherwise are inputs: their previous tuples), planned once per set."""
+        from ..bootstrap import syntax as S
+        from ..bootstrap.planner import plan
+
+        if evaluated not in self.flows:
+            p = self.program
+            kept = tuple(s for s in p.statements if not isinstance(s, S.Rule) or s.head.relation in evaluated)
+            self.flows[evaluated] = plan(S.Program(p.name, kept, p.path, p.dialect, p.text, p.number_bits))
+        return self.flows[evaluated]
+
+
+def _atoms(node, kind) -> list:
+    """Every `kind` (an atom class) inside `node`: body literals, nested aggregates."""
+    import dataclasses
+
+    if isinstance(node, kind):
+        return [node]
+    if isinstance(node, (tuple, list)):
+        return [a for x in node for a in _atoms(x, kind)]
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return [a for f in dataclasses.fields(node) for a in _atoms(getattr(node, f.name), kind)]
+    return []
+
+
 class _DriverState:
     """Small runs: every relation's tuples on the driver between supersteps; a superstep
     is one engine run whose inputs are literal rows in the statement and whose outputs
-    come back in one action."""
+    come back in one action. Only the relations a changed input reaches are evaluated
+    (`_Fired`); a superstep that reaches none runs no Spark job."""
 
     def __init__(self, timed: Timed, spark):
         self.t = timed
@@ -174,8 +248,11 @@ class _DriverState:
         self.edb: dict = {}
         for rel, node, values in timed.facts:
             self.edb.setdefault(rel, set()).add(tuple(values) + (WORLD, node))
+        self.fired = _Fired(timed)
         self.carried: dict = {}
-        self.previous: dict = {}
+        self.given: Optional[dict] = None  # each relation's input tuples at the previous timestep
+        self.held: dict = {}  # tick-program relation -> its tuples at the previous timestep
+        self.known: list = []  # the relations held: the user's, @next and messages, in the full program
 
     def step(self, flow, step: int, nodes: list, deliveries: list, arrived: dict):
         from .engine import SqlScope, run
@@ -188,27 +265,49 @@ class _DriverState:
             rows.setdefault(rel, set()).add(tuple(msg) + (WORLD, dst))
         for rel, got in arrived.items():
             rows.setdefault(rel, set()).update(tuple(values) + (WORLD, node) for node, values in got)
-        given = {rel: _literal(sorted(v, key=repr), t.arity[rel] + 2) for rel, v in rows.items() if v}
-        given[MEMBER] = _literal([(c, a) for c, addrs in t.components.items() for a in addrs] or [("", "")], 2)
-        given[CLOCK] = _literal([(step, WORLD, n) for n in nodes], 3)
-        scope = SqlScope(self.spark)
-        result = run(flow, self.spark, given, local=False, one_partition=True, scope=scope)
-        wanted = [n for n in list(t.arity) + list(t.nexts) + list(t.sends) if n in result.relations]
-        got = scope.collect([(n, result.table(n)) for n in wanted], one_partition=True)
+        if self.given is None:  # the first timestep: everything is evaluated
+            evaluated = None
+        else:
+            changed = {rel for rel in set(rows) | set(self.given) if rows.get(rel, set()) != self.given.get(rel, set())}
+            evaluated = self.fired.reach(changed)
+            flow = self.fired.flow(evaluated)
+        self.given = rows
+        actions, got = 0, {}
+        if evaluated is None or evaluated & set(self.known):
+            given = {}
+            for rel in flow.relations:
+                tuples = rows.get(rel) if evaluated is None or rel in evaluated else self.held.get(rel)
+                if tuples and rel in t.arity:
+                    given[rel] = _literal(sorted(tuples, key=repr), t.arity[rel] + 2)
+            given[MEMBER] = _literal([(c, a) for c, addrs in t.components.items() for a in addrs] or [("", "")], 2)
+            given[CLOCK] = _literal([(step, WORLD, n) for n in nodes], 3)
+            scope = SqlScope(self.spark)
+            result = run(flow, self.spark, given, local=False, one_partition=True, scope=scope)
+            wanted = [n for n in list(t.arity) + list(t.nexts) + list(t.sends) if n in result.relations
+                      and (evaluated is None or n in evaluated)]
+            got = scope.collect([(n, result.table(n)) for n in wanted], one_partition=True)
+            actions = result.actions + 1
+            if evaluated is None:
+                self.known = wanted
         changes = []
-        for rel in wanted:
-            if rel in t.sends:
+        for rel in self.known:
+            if rel in got:
+                now = got[rel]
+            elif evaluated is not None and rel in evaluated and rel not in self.fired.derived:
+                now = rows.get(rel, set())  # an input no rule reads: what arrived
+            else:  # not evaluated: it holds what it held
                 continue
-            now, before = got[rel], self.previous.get(rel, set())
-            changes += [("new", rel, v) for v in sorted(now - before, key=repr)]
-            changes += [("gone", rel, v) for v in sorted(before - now, key=repr)]
-            self.previous[rel] = now
-        self.carried = {rel: got[name] for name, rel in t.nexts.items() if name in got}
-        sends = {name: sorted(got[name], key=repr) for name in t.sends if got.get(name)}
-        return changes, sends, result.actions + 1
+            before = self.held.get(rel, set())
+            if rel not in t.sends:
+                changes += [("new", rel, v) for v in sorted(now - before, key=repr)]
+                changes += [("gone", rel, v) for v in sorted(before - now, key=repr)]
+            self.held[rel] = now
+        self.carried = {rel: self.held[name] for name, rel in t.nexts.items() if name in self.held}
+        sends = {name: sorted(self.held[name], key=repr) for name in t.sends if self.held.get(name)}
+        return changes, sends, actions
 
     def finals(self) -> dict:
-        return {rel: list(v) for rel, v in self.previous.items() if rel in self.t.arity}
+        return {rel: list(v) for rel, v in self.held.items() if rel in self.t.arity}
 
 
 def _literal(rows: list, width: int):
