@@ -285,6 +285,6 @@ def test_plan_shows_one_timestep(ping, capsys):
     path, _ = ping
     assert main(["plan", str(path), "--timestep"]) == 0
     out = capsys.readouterr().out
-    assert "__send_ping" in out and "__next_got" in out and "__member" in out
+    assert "__send_ping" in out and "__next_got" in out and 'filter __n == "b"' in out  # where a rule runs
     assert main(["plan", str(EXAMPLES / "tc.dl"), "--timestep"]) == 1
     assert "it has no timesteps" in capsys.readouterr().err
