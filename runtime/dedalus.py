@@ -5,7 +5,8 @@ A compiled Dedalus program becomes one ordinary program, the *tick program*, who
 fixpoint is one timestep at every node at once:
 - every atom gets two hidden columns, the world `__w` (a seed of the simulator) and the
   node `__n`, so a join, a negation or a group never mixes two nodes or two runs;
-- a rule of component C also reads `__member("C", __n)`: it runs at C's addresses only;
+- a rule of component C also selects `__n == "a1" || __n == "a2" ...` over C's
+  addresses: it runs there only;
 - `r(...)@next :- body` derives `__next_r(...)`, which the caller turns into `r` at the
   same node one timestep later; `r(@D, ...)@async :- body` derives `__send_r(@D, ...)`,
   a message the network delivers at D later. A link the localize stage made (its head at
@@ -18,9 +19,9 @@ fixpoint is one timestep at every node at once:
 ...     r1 seen(@N, X)@next :- seen(@N, X).
 ...     r2 ping(@M, X)@async :- seen(@N, X), peer(@N, M).
 ...   }''', "doc.olg"))
->>> for r in t.program.rules: print(r.name, r.head.relation, [a.relation for a in r.body])
-r1 __next_seen ['seen', '__member']
-r2 __send_ping ['seen', 'peer', '__member']
+>>> for r in t.program.rules: print(r.name, r.head.relation, [getattr(a, "relation", "select") for a in r.body])
+r1 __next_seen ['seen', 'select']
+r2 __send_ping ['seen', 'peer', 'select']
 >>> t.sends["__send_ping"].location, t.components
 (0, {'c': ('a', 'b')})
 """
@@ -201,7 +202,8 @@ def lower(program: S.Program) -> Timed:
             uses_clock = uses_clock or ticked
             body.insert(0, S.Atom(CLOCK, (S.Var(STEP if ticked else "__t_"), S.Var(WORLD), S.Var(NODE))))
         if r.component is not None:
-            body.append(S.Atom(MEMBER, (S.Const(r.component, S.STRING), S.Var(NODE))))
+            body.append(_at(components[r.component]) if components.get(r.component)
+                        else S.Atom(MEMBER, (S.Const(r.component, S.STRING), S.Var(NODE))))
         if _is_message(r):
             name = SEND + r.head.relation
             old = sends.get(name)
@@ -260,6 +262,17 @@ def lower(program: S.Program) -> Timed:
     shown = list(dict.fromkeys(outputs or [q.atom.relation for q in program.of(S.Query)]))
     return Timed(program.name, lowered, arity, nexts, sends, components, facts, read, shown, uses_clock, location,
                  compiled)
+
+
+def _at(addresses: tuple) -> S.Select:
+    """`__n == "a1" || __n == "a2" || ...`: the rule runs at these addresses only. A
+    selection on the node, not a join with `__member`: the addresses are known when the
+    program is lowered, and a join per rule doubles the plan Spark analyzes per superstep."""
+    tests = [S.BinOp("==", S.Var(NODE), S.Const(a, S.STRING)) for a in addresses]
+    expr = tests[0]
+    for t in tests[1:]:
+        expr = S.BinOp("||", expr, t)
+    return S.Select(expr)
 
 
 def unknown_address(send: Send, dst, values: tuple, nodes: list) -> EvitaError:

@@ -1122,6 +1122,10 @@ class _Named(Mapping):
                 self._named[name] = frame.toDF(*self._columns[name])
         return self._named[name]
 
+    def __contains__(self, name):
+        # Mapping's own test would build the DataFrame (a round trip and an analysis)
+        return name in self._columns
+
     def __iter__(self):
         return iter(self._columns)
 
