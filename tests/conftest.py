@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession for the whole run, a fresh warehouse per session."""
+"""Shared fixtures: one SparkSession per test process (the whole run, or each pytest-xdist worker), a fresh warehouse per session."""
 from __future__ import annotations
 
 import os
