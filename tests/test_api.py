@@ -212,6 +212,7 @@ def _python_without_evita():
     return None
 
 
+@pytest.mark.extended  # a process with a JVM of its own (about a minute under the suite's load); CI runs it
 def test_the_users_own_session_runs_with_a_python3_on_path_without_evita(tmp_path):
     """Issue 36: a script run with the venv's python, not activated, builds its own
     session; PySpark's workers then run `python3` from PATH, which has no evita. The run
