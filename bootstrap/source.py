@@ -10,12 +10,28 @@ not-text 2 3 not a text file: invalid UTF-8 at byte 8 (0xff)
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from .diagnostics import Diagnostic, EvitaError
 from .syntax import Span
 
 HINT = "give the path of a .olg or .dl program (UTF-8 text)"
+
+
+_watching: list = []  # the open `files_read` collections, innermost last
+
+
+@contextmanager
+def files_read():
+    """Collects {resolved path: bytes} of every file `read_source` reads inside the block:
+    the files an #include brought in, which a cache of the parse must check too."""
+    seen: dict = {}
+    _watching.append(seen)
+    try:
+        yield seen
+    finally:
+        _watching.remove(seen)
 
 
 def read_source(path) -> str:
@@ -39,6 +55,8 @@ def read_source(path) -> str:
     if "\0" in text:  # valid UTF-8 can still be binary: a NUL never occurs in program text
         at = len(text[:text.index("\0")].encode("utf-8"))
         raise _not_text(path, data, at, f"NUL byte at byte {at}")
+    for seen in _watching:
+        seen[str(file.resolve())] = data
     return text
 
 

@@ -137,37 +137,67 @@ _parsed: dict = {}
 
 def checked_file(path: Path) -> S.Program:
     """`check_program(parse_file(path))`, kept for the life of the process while the file
-    stays as it was (same size and modification time): a process that compiles many
-    programs (`evita test-suite`, the tests) parses each stage and the lattice once, not
-    once a compile. The parsed program is immutable, so sharing it is safe."""
+    and every file it #includes stay as they were (same size and modification time): a
+    process that compiles many programs (`evita test-suite`, the tests) parses each stage
+    and the lattice once, not once a compile. The parsed program is immutable, so sharing
+    it is safe."""
     from .checks import check_program
     from .parser import parse_file
 
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _parsed:
-        _parsed[key] = _parsed_on_disk(Path(path), lambda: check_program(parse_file(path)))
-    return _parsed[key]
+    key = str(Path(path).resolve())
+    known = _parsed.get(key)
+    if known is None or _stamps(known[1]) != known[1]:
+        program, read = _parsed_on_disk(Path(path), lambda: check_program(parse_file(path)))
+        _parsed[key] = (program, _stamps(read))
+    return _parsed[key][0]
+
+
+def _stamps(files) -> dict:
+    """path -> (modification time, size) of each file, None for one that is gone."""
+    out = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+            out[f] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            out[f] = None
+    return out
 
 
 def _parsed_on_disk(path: Path, parse):
-    """`parse()`, kept on disk beside the differentiated stages (`compiled_stages.cache_dir`)
-    and keyed by the file's text and Evita's code: a command parses the stage files only
-    when one of them, or Evita, changed since the last command (the parse is a second of
-    every `evita compile` otherwise)."""
+    """(`parse()`, the files it read), kept on disk beside the differentiated stages
+    (`compiled_stages.cache_dir`) and keyed by the file's text and Evita's code: a command
+    parses the stage files only when one of them, or a file one #includes, or Evita,
+    changed since the last command (the parse is a second of every `evita compile`
+    otherwise). An entry holds the digest of every file the parse read; one that differs
+    now is a miss."""
     import hashlib
     import pickle
 
     from .compiled_stages import cache_dir, code_fingerprint, read_pickled, write_atomically
+    from .source import files_read
+
+    def digest(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
 
     text = path.read_bytes()
     key = hashlib.sha256(b"\0".join([code_fingerprint().encode(), str(path.resolve()).encode(), text]))
     target = cache_dir().parent / "parsed-stages" / f"{key.hexdigest()[:32]}.pickle"
-    program = read_pickled(target)
-    if program is None:
+    kept = read_pickled(target)
+    if isinstance(kept, tuple) and len(kept) == 2 and all(_digest_of(f, digest) == d for f, d in kept[1].items()):
+        return kept[0], list(kept[1])
+    with files_read() as read:
         program = parse()
-        write_atomically(target, pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
-    return program
+    digests = {f: digest(data) for f, data in read.items()}
+    write_atomically(target, pickle.dumps((program, digests), protocol=pickle.HIGHEST_PROTOCOL))
+    return program, list(digests)
+
+
+def _digest_of(file: str, digest):
+    try:
+        return digest(Path(file).read_bytes())
+    except OSError:
+        return None
 
 
 def stage_file(path: Path, origin: str) -> "StageFile":

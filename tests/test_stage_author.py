@@ -74,6 +74,27 @@ def test_an_edited_trigger_or_lattice_fact_is_a_new_compile(spark, tmp_path, mon
     assert second.stages_run.index("marker") < second.stages_run.index("stats")
 
 
+def test_an_edited_include_of_a_stage_is_a_new_compile(spark, tmp_path, monkeypatch):
+    """The stage file is unchanged; only the file it #includes, which holds the trigger,
+    changes. Both caches (the parsed stage on disk and in this process, and the compile)
+    see it."""
+    monkeypatch.setenv("EVITA_COMPILE_CACHE", "1")
+    monkeypatch.setenv("EVITA_CACHE", str(tmp_path / "cache"))
+    program, rows = _tc()
+    trigger = 'stage::applies(R) :- sys::rule{{id: R, head_relation: "{head}"}}.\n'
+    folder = _stage_dir(tmp_path, text=MARKER.format(before="parse", head="path").replace(
+        trigger.format(head="path"), '#include "lib/trigger.dl"\n'))
+    (folder / "lib").mkdir()
+    (folder / "lib" / "trigger.dl").write_text(trigger.format(head="path"))
+    first = compile_program(spark, rows, program.name, stage_paths=[folder])
+    assert not next(v for v in first.versions if v.stage == "marker").skipped
+
+    (folder / "lib" / "trigger.dl").write_text(trigger.format(head="nothing_derives_this"))
+    second = compile_program(spark, encode(program), program.name, stage_paths=[folder])
+    assert not second.cached
+    assert next(v for v in second.versions if v.stage == "marker").skipped
+
+
 def test_an_unknown_stage_in_precedes_warns_and_blocks_nothing(spark, tmp_path):
     program, rows = _tc()
     folder = _stage_dir(tmp_path, before="const_porp", head="path")
