@@ -250,6 +250,17 @@ class Loc:
 
         pq.write_table(table, self.path, filesystem=self.fs)
 
+    def parquet_metadata(self) -> dict:
+        """The key-value metadata of a Parquet file's schema (its footer alone is read);
+        empty when there is no file or it cannot be read."""
+        import pyarrow.parquet as pq
+
+        try:
+            with self.fs.open_input_file(self.path) as fh:
+                return dict(pq.read_schema(fh).metadata or {})
+        except (OSError, ValueError):  # ArrowInvalid is a ValueError: not Parquet, or half written
+            return {}
+
     def dataset(self, schema):
         """Every Parquet file in the folder, skipping names that start with `.` or `_`, as Spark does."""
         import pyarrow.dataset as ds

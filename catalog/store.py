@@ -364,13 +364,33 @@ def _arrow_schema(name: str, versioned: bool = False):
     return pa.schema(fields + [pa.field(c.name, _ARROW[c.type]) for c in schema.BY_NAME[name].columns])
 
 
-def _arrow_table(name: str, rows: list, versioned: bool = False):
+def _arrow_table(name: str, rows: list, versioned: bool = False, digest: str = ""):
     import pyarrow as pa
 
     sch = _arrow_schema(name, versioned)
+    if digest:
+        sch = sch.with_metadata({ROWS_DIGEST: digest})
     columns = list(zip(*rows)) if rows else [()] * len(sch)
     arrays = [pa.array(list(col), type=f.type) for col, f in zip(columns, sch)]
     return pa.Table.from_arrays(arrays, schema=sch)
+
+
+# A file's rows, hashed into its footer: a commit leaves a file that already holds the
+# rows it would write alone. `evita plan P` again (a compile read from the compile
+# cache) then writes nothing, where it used to rewrite and fsync every table.
+ROWS_DIGEST = b"evita.rows"
+
+
+def _digest(name: str, versioned: bool, rows: list) -> str:
+    return hashlib.sha256(repr((name, versioned, rows)).encode()).hexdigest()
+
+
+def _unchanged(target, name: str, versioned: bool, rows: list) -> bool:
+    """Whether `target` already holds exactly `rows` (no file for no rows, in a folder
+    that exists: readers list the folder)."""
+    if not rows:
+        return target.parent.is_dir() and not target.exists()
+    return target.parquet_metadata().get(ROWS_DIGEST, b"").decode() == _digest(name, versioned, rows)
 
 
 def _locked(root: Loc):
@@ -430,13 +450,18 @@ def _commit(root, writes: list) -> None:
         try:
             for i, (folder, fname, name, rows) in enumerate(writes):
                 folder = Loc.of(folder)
+                versioned = folder.parent.name == HISTORY_DIR
+                if _unchanged(folder / fname, name, versioned, rows):
+                    continue
                 staged = None
                 if rows:
                     staged = staging / str(i) / fname
                     staged.parent.mkdir()
-                    staged.write_parquet(_arrow_table(name, rows, folder.parent.name == HISTORY_DIR))
+                    staged.write_parquet(_arrow_table(name, rows, versioned, _digest(name, versioned, rows)))
                     staged.fsync()  # durable before the commit point names it
                 ops.append([str(folder), fname, str(staged) if staged else None])
+            if not ops:  # every file already holds its rows
+                return
             crash_point("staged")
             journal.mkdir()
             tmp = journal / f".{token}.tmp"

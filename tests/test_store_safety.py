@@ -56,6 +56,25 @@ def child(root, n, times, **env):
                             env={**os.environ, **env}, text=True)
 
 
+def test_a_save_of_rows_already_stored_writes_only_the_files_that_change(tmp_path):
+    """`evita plan P` again (its compile read from the compile cache) stores what the
+    catalog holds: no file is rewritten. A save that changes some tables rewrites those."""
+    root = tmp_path / "evita-catalog"
+    store._commit(root, store.program_writes(root, rows_of(3)))
+    files = {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
+    time.sleep(0.01)
+    store._commit(root, store.program_writes(root, rows_of(3)))
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")} == files
+    assert not any((root / "_journal").glob("*")) and not any((root / "_staging").glob("*"))
+
+    rows = rows_of(3)
+    rows["rule"] = rows_of(4)["rule"]  # one table changes
+    store._commit(root, store.program_writes(root, rows))
+    assert stored(root)["rule"] == expected(4)["rule"]
+    changed = {p for p, t in files.items() if not p.exists() or p.stat().st_mtime_ns != t}
+    assert changed == {root / "rule" / store.program_file("crash")}
+
+
 @pytest.mark.parametrize("point, survives", [("staged", False), ("committed", True), ("applying", True)])
 def test_a_save_killed_at_any_point_is_recovered(tmp_path, point, survives):
     root = tmp_path / "evita-catalog"
