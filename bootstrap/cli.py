@@ -150,11 +150,20 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+class _Version(argparse.Action):
+    """`--version`, its text read only when asked: the package metadata takes a scan of
+    every installed distribution (0.1-0.4 s), which no other command should pay."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from evita import _version
+
+        print(f"evita {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evita", description="Evita: a declarative metacompiler for Datalog on Spark.")
-    from evita import _version
-
-    p.add_argument("--version", action="version", version=f"evita {_version()}",
+    p.add_argument("--version", action=_Version, nargs=0,
                    help="the installed version (the package metadata) and exit")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--warehouse", help="catalog warehouse directory (default $EVITA_WAREHOUSE or ./evita-warehouse)")

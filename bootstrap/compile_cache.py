@@ -37,9 +37,31 @@ def key(rows, program_id: str, stages: dict, lattice_path: Path, options: tuple)
         h.update(part.encode() + b"\0")
     for name in sorted(stages):
         h.update(stage_fingerprint(stages[name]).encode() + b"\0")
+    _hash_rows(h, rows)
+    return h.hexdigest()[:32]
+
+
+def _hash_rows(h, rows) -> None:
     for table in sorted(rows):
         h.update(f"{table}\0{sorted(map(repr, rows[table]))!r}\0".encode())
-    return h.hexdigest()[:32]
+
+
+def remembered(kind: str, parts: tuple, rows, compute):
+    """`compute()`, a deterministic function of `parts` (texts) and the catalog `rows`,
+    kept beside the compiles under `kind/` and read back while neither they nor Evita's
+    code change (an explain view's graph: `explain.stage_graph`)."""
+    if not enabled():
+        return compute()
+    h = hashlib.sha256(code_fingerprint().encode() + b"\0")
+    for part in parts:
+        h.update(part.encode() + b"\0")
+    _hash_rows(h, rows)
+    file = cache_dir().parent / kind / f"{h.hexdigest()[:32]}.pickle"
+    value = read_pickled(file)
+    if value is None:
+        value = compute()
+        write_atomically(file, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return value
 
 
 def stage_fingerprint(stage) -> str:

@@ -148,20 +148,29 @@ def stage_graph(spark, stage, rows, program_id: str, evaluator: str = "auto"):
     demand that never starts); `evaluator` as in `stage.evaluate` ("engine": on Spark)."""
     from dataclasses import replace
 
+    from . import compile_cache
     from .activity import doing
     from .checks import check_program
+    from .compile_cache import stage_fingerprint
     from .parser import parse_file
     from .stage import evaluate
 
     view = explain_view(stage)
     if view is None:
         return None
-    with doing(f"stage {stage.name}: its explain view"):
-        extra = parse_file(view)
-        program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
-        ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"],
-                      origin=f"{stage.name} (explain)", evaluator=evaluator)
-    return StageGraph(stage.name, sorted(ev.tuples["explain::node"]), sorted(ev.tuples["explain::edge"]))
+
+    def run():
+        with doing(f"stage {stage.name}: its explain view"):
+            extra = parse_file(view)
+            program = check_program(replace(stage.program, statements=stage.program.statements + extra.statements))
+            ev = evaluate(spark, program, rows, program_id, ["explain::node", "explain::edge"],
+                          origin=f"{stage.name} (explain)", evaluator=evaluator)
+        return StageGraph(stage.name, sorted(ev.tuples["explain::node"]), sorted(ev.tuples["explain::edge"]))
+
+    # A graph is a function of the stage, its view and the catalog it read: `evita explain
+    # P --stage S` again (its compile read from the compile cache) reads the graph back too.
+    return compile_cache.remembered("explained", (stage_fingerprint(stage), view.read_text(), program_id, evaluator),
+                                    rows, run)
 
 
 # Graphviz styles by node kind; unknown kinds get the default ellipse.

@@ -42,3 +42,23 @@ def test_a_compile_is_read_back_and_changes_miss(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("EVITA_COMPILE_CACHE", "0")
     assert not compile_program(spark, encode(program), program.name).cached
     assert compile_cache.enabled() is False
+
+
+def test_an_explain_view_is_read_back_and_a_new_catalog_misses(tmp_path, monkeypatch):
+    """`evita explain P --stage S` again reads the view's graph back, as the compile;
+    the graph of another catalog is computed, not served from the first."""
+    from evita.bootstrap.explain import stage_graph
+    from evita.bootstrap.stage import find_stages
+
+    monkeypatch.setenv("EVITA_COMPILE_CACHE", "1")
+    monkeypatch.setenv("EVITA_CACHE", str(tmp_path / "cache"))
+    program = check_program(parse_file(EXAMPLES / "path_magic.olg"))
+    stage = find_stages()["magic_sets"]
+    first = stage_graph(None, stage, encode(program), program.name)
+    kept = list((tmp_path / "cache").rglob("explained/*.pickle"))
+    assert len(kept) == 1 and first.nodes
+    assert stage_graph(None, stage, encode(program), program.name) == first
+    rows = encode(program)
+    rows["statistic"].append((program.name, "link", None, "cardinality", 1000.0))
+    assert stage_graph(None, stage, rows, program.name) == first  # the view reads no statistics
+    assert len(list((tmp_path / "cache").rglob("explained/*.pickle"))) == 2
