@@ -53,8 +53,6 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM, then this Python
     if not submitted:
         os.environ.setdefault("PYSPARK_PYTHON", _python())
-    # Spark puts its conf dir on the driver's classpath, where log4j2 finds our quiet config.
-    os.environ.setdefault("SPARK_CONF_DIR", str(_LOG_CONFIG.parent))
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
@@ -77,8 +75,17 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
-    if brief:  # JIT to C1 only: a JVM that runs a query or two and exits starts 1-2 s sooner
-        defaults["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+    from . import jvm_archive
+
+    java_options = [
+        # our quiet log4j2 config, unless the user's own conf dir has theirs. (Not by putting
+        # a conf dir on the classpath: class-data sharing refuses a non-empty directory there.)
+        "" if os.environ.get("SPARK_CONF_DIR") else f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
+        "-XX:TieredStopAtLevel=1" if brief else "",  # JIT to C1 only: a JVM that runs a query or two starts 1-2 s sooner
+        jvm_archive.options() if SparkContext._active_spark_context is None else "",  # Spark's classes mapped, not loaded
+    ]
+    if any(java_options):
+        defaults["spark.driver.extraJavaOptions"] = " ".join(o for o in java_options if o)
     builder = builder.config("spark.sql.warehouse.dir", str(warehouse_dir(warehouse)))
     for key, value in defaults.items():
         if key not in given:
