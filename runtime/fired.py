@@ -34,6 +34,14 @@ from ..bootstrap import syntax as S
 from .dedalus import CLOCK, MEMBER, STEP
 
 
+def of(timed) -> "Fired":
+    """The tick program's `Fired`, made once per `Timed` (its sub-programs are planned
+    once, whatever the runs of it)."""
+    if timed.fired is None:
+        timed.fired = Fired(timed.program)
+    return timed.fired
+
+
 @dataclass(frozen=True)
 class _Rule:
     name: str

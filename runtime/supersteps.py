@@ -22,7 +22,7 @@ from typing import Optional
 
 from . import progress
 from .dedalus import CLOCK, MEMBER, Timed, unknown_address
-from .fired import Fired
+from . import fired
 from .simulate import COUNT_COLUMNS, Run, _state, _trace
 
 WORLD = 0  # the one run's world column
@@ -176,7 +176,7 @@ class _DriverState:
         self.edb: dict = {}
         for rel, node, values in timed.facts:
             self.edb.setdefault(rel, set()).add(tuple(values) + (WORLD, node))
-        self.fired = Fired(timed.program)
+        self.fired = fired.of(timed)
         self.carried: dict = {}
         self.given: dict = {}  # each relation's input tuples at the previous timestep (none before 0)
         self.held: dict = {}  # tick-program relation -> its tuples at the previous timestep
