@@ -41,15 +41,61 @@ def same_timestep(program: S.Program, writes: bool = False) -> list:
     return [r for r in program.rules if r.time != "next" and (writes or not r.head.relation.startswith(WRITES))]
 
 
-def dependency_graph(rules: list) -> dict:
-    """head -> [(body relation, label, (rule, atom))]; label 'pos', 'neg' or an aggregate."""
-    graph = defaultdict(list)
+def body_atoms(literals, within=None) -> Iterator[tuple]:
+    """(atom, aggregate) for each atom a rule body reads: its atom literals (aggregate
+    None) and the atoms of an aggregate body nested in any literal (Soufflé's
+    `count : { ... }`, the aggregate's function; the parser lowers these to helper rules,
+    so only a program built in Python meets one)."""
+    from .lowering.aggregates import aggregate_terms
+
+    for lit in literals:
+        if isinstance(lit, S.Atom):
+            yield lit, within
+        for agg in aggregate_terms(lit):
+            yield from body_atoms(agg.body, agg.func)
+            if agg.expr is not None:
+                yield from body_atoms((agg.expr,), agg.func)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reads:
+    """What one rule reads, as relations: `positive` its positive atoms (the rule derives
+    nothing while one of them is empty), `negative` its negated atoms, `aggregated` the
+    atoms of a nested aggregate body (an empty one still gives `count` 0)."""
+    rule: S.Rule
+    head: str  # `head_of`: the relation its tuples go to
+    positive: frozenset
+    negative: frozenset
+    aggregated: frozenset
+    atoms: tuple  # (atom, the function of the aggregate body it sits in, or None)
+
+    @property
+    def relations(self) -> frozenset:
+        return self.positive | self.negative | self.aggregated
+
+
+def rule_reads(rules: list) -> list:
+    """Per rule, in order, what it reads (`Reads`): the one relation graph of the strata,
+    the checks and the Dedalus runners' choice of rules per timestep (`runtime/fired.py`)."""
+    out = []
     for r in rules:
-        aggs = [a.func for a in r.head.args if isinstance(a, S.Aggregate)]
-        for lit in r.body:
-            if isinstance(lit, S.Atom):
-                label = "neg" if lit.negated else (aggs[0] if aggs else "pos")
-                graph[head_of(r)].append((lit.relation, label, (r, lit)))
+        atoms = tuple(body_atoms(r.body))
+        out.append(Reads(r, head_of(r),
+                         frozenset(a.relation for a, agg in atoms if agg is None and not a.negated),
+                         frozenset(a.relation for a, agg in atoms if agg is None and a.negated),
+                         frozenset(a.relation for a, agg in atoms if agg is not None), atoms))
+    return out
+
+
+def dependency_graph(rules: list) -> dict:
+    """head -> [(body relation, label, (rule, atom))]; label 'pos', 'neg' or an aggregate
+    (the head's, or that of the aggregate body the atom sits in)."""
+    graph = defaultdict(list)
+    for reads in rule_reads(rules):
+        aggs = [a.func for a in reads.rule.head.args if isinstance(a, S.Aggregate)]
+        for atom, within in reads.atoms:
+            label = within or ("neg" if atom.negated else (aggs[0] if aggs else "pos"))
+            graph[reads.head].append((atom.relation, label, (reads.rule, atom)))
     return graph
 
 

@@ -63,6 +63,12 @@ class Timed:
     uses_clock: bool
     location: dict = field(default_factory=dict)  # relation -> the column its `@` names
     rules: dict = field(default_factory=dict)  # label -> Rule of the compiled program (spans)
+    # runtime/fired.py's choice of rules per timestep and its sub-programs, made once per
+    # tick program (`fired.of`); not pickled (a fan-out's task makes its own)
+    fired: object = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self):
+        return {**self.__dict__, "fired": None}
 
     @property
     def nodes(self) -> list:

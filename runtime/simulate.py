@@ -127,6 +127,8 @@ class Run:
 
 
 class Simulation:
+    every_rule = False  # evaluate every rule at every timestep (the differential test's reference)
+
     def __init__(self, timed: Timed, seeds, delay: str = "uniform:1-3", drop: float = 0.0,
                  inputs: Optional[dict] = None, crash: Optional[dict] = None):
         """`inputs`: relation -> [(step, tuple)], tuples arriving over time (a located
@@ -200,6 +202,7 @@ class Simulation:
         node_steps = 0
         states: dict = {}
         last_input = max(timed_in, default=-1)
+        changes = None if self.every_rule else _WhatChanged(self.flow, t)
 
         def count(w, n, what, k=1):
             c = counts.setdefault((w, n), {"sent": 0, "received": 0, "derived": 0, "busy_steps": 0})
@@ -244,7 +247,10 @@ class Simulation:
                                           "c1": pd.Series([w for w in live for _ in up], dtype="int64"),
                                           "c2": pd.Series([n for _ in live for n in up], dtype="object")})
             try:
-                tables = run_dataflow(self.flow, inputs)
+                if changes is None:
+                    tables, evaluated = run_dataflow(self.flow, inputs), None
+                else:
+                    tables, evaluated = changes.timestep(inputs, up, live)
             except Unsupported as e:
                 raise EvitaError([Diagnostic("simulate-unsupported", f"the simulator cannot evaluate this "
                                              f"program: {e}", NOWHERE, "", "evita run --steps N runs it on Spark")])
@@ -256,8 +262,8 @@ class Simulation:
             changed = set()
             for rel in list(t.arity) + list(t.nexts):
                 cur = tables.get(rel)
-                if cur is None:
-                    continue
+                if cur is None or (evaluated is not None and rel not in evaluated):
+                    continue  # (not evaluated: it holds its previous tuples, none new or gone)
                 n = t.arity.get(rel, t.arity.get(t.nexts.get(rel, ""), 0))
                 before = previous.get(rel)
                 keys = _row_keys(cur) if len(cur) else None
@@ -308,12 +314,13 @@ class Simulation:
                     count(w, src, "sent")
                     sent_worlds.add(w)
             in_flight = {m[1] for m in pending}
+            delivered = {m[1] for m in now}
             for w in live:
                 # a world that sent anything now is not quiet (an external message is in
                 # no one's pending list: a node replying to a client at every step would
                 # otherwise quiesce while it goes on sending)
                 if (w not in changed and w not in in_flight and w not in sent_worlds and not t.uses_clock
-                        and step > last_input and not any(m[1] == w for m in now)):
+                        and step > last_input and w not in delivered):
                     quiesced[w] = step
                     active.discard(w)
             for rel, cur in previous.items():
@@ -334,6 +341,91 @@ class Simulation:
         return Run(t, steps, _trace(trace), _counts(counts, self.seeds, self.nodes),
                    quiesced, {rel: _state(states.get(rel, []), t.arity[rel]) for rel in t.arity},
                    time.perf_counter() - t0, node_steps)
+
+
+class _WhatChanged:
+    """A timestep's tables, all worlds at once, evaluating only the rules its changes
+    reach (`runtime/fired.py`): a relation's inputs changed when they differ, as a set,
+    from the previous timestep's in some world still running; `__clock` changed (beyond
+    its timestep, which only the rules reading `tick()` see) at timestep 0 and when the
+    nodes up change; every relation not evaluated holds its previous tuples, restricted
+    to the worlds still running (so a world that left the loop leaves no tuples)."""
+
+    def __init__(self, flow, timed: Timed):
+        from . import fired
+
+        self.flow = flow
+        self.fired = fired.of(timed)
+        self.held: dict = {}  # relation -> its table at the previous timestep
+        self.given: dict = {}  # relation -> its inputs at the previous timestep
+        self.up = None  # the nodes up at the previous timestep (None: before timestep 0)
+        self.worlds = None  # the worlds `held` and `given` hold
+
+    def timestep(self, inputs: dict, up: list, live: list) -> tuple:
+        """(every relation's table, the relations evaluated) for this timestep's
+        `inputs`. Raises what `run_dataflow` raises."""
+        from .columnar import combine, run_dataflow
+
+        if self.up is None:
+            _check_supported(self.flow)  # what the whole dataflow refuses, it refuses at timestep 0
+        if self.worlds != live:
+            self.held = {rel: _in_worlds(df, live) for rel, df in self.held.items()}
+            self.given = {rel: _in_worlds(df, live) for rel, df in self.given.items()}
+            self.worlds = live
+        changed = {rel for rel in set(inputs) | set(self.given)
+                   if rel not in (MEMBER, CLOCK) and not _same_rows(inputs.get(rel), self.given.get(rel))}
+        nonempty = {rel for rel, df in self.held.items() if len(df)}
+        evaluated, rules = self.fired.fire(changed, nonempty, up != self.up)
+        got: dict = {}
+        if rules:
+            sub = self.fired.flow(rules)
+            read = self.fired.reads(rules)
+            given = {MEMBER: inputs[MEMBER], CLOCK: inputs[CLOCK]}
+            for rel in sub.relations:
+                if rel in evaluated and rel in inputs:
+                    given[rel] = inputs[rel]
+                elif rel not in evaluated and rel in read and rel in self.held:
+                    given[rel] = self.held[rel]
+            got = run_dataflow(sub, given)
+        tables = dict(self.held)
+        for rel in evaluated:
+            if rel in got:
+                tables[rel] = got[rel]
+            elif rel in self.flow.relations:  # no rule reads or derives it now: its inputs
+                tables[rel] = combine(self.flow.relations[rel], [inputs[rel]] if rel in inputs else [])
+        self.held, self.given, self.up = tables, {rel: df for rel, df in inputs.items()
+                                                  if rel not in (MEMBER, CLOCK)}, list(up)
+        return tables, evaluated
+
+
+def _check_supported(flow) -> None:
+    """Raise Unsupported as `run_dataflow` over the whole `flow` would, before any data."""
+    from .columnar import Unsupported, base_tables, unsupported
+
+    base_tables(flow, {})
+    for st in flow.strata:
+        why = unsupported(st.init_rules + st.delta_rules, [flow.relations[n] for n in st.relations])
+        if why:
+            raise Unsupported(why)
+
+
+def _in_worlds(df, worlds: list):
+    """A tick-program table's rows of these worlds (the world is its next-to-last column)."""
+    if not len(df):
+        return df
+    keep = df[df.columns[-2]].isin(worlds).to_numpy()
+    return df if keep.all() else df[keep].reset_index(drop=True)
+
+
+def _same_rows(a, b) -> bool:
+    """Whether two tables hold the same set of rows (None: no rows)."""
+    import numpy as np
+
+    if a is None or not len(a):
+        return b is None or not len(b)
+    if b is None or not len(b) or list(a.columns) != list(b.columns):
+        return False
+    return np.array_equal(np.unique(_row_keys(a)), np.unique(_row_keys(b)))
 
 
 def _worlds(df, n: int, active: set):

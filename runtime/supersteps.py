@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import progress
-from .dedalus import CLOCK, MEMBER, STEP, Timed, unknown_address
+from .dedalus import CLOCK, MEMBER, Timed, unknown_address
+from . import fired
 from .simulate import COUNT_COLUMNS, Run, _state, _trace
 
 WORLD = 0  # the one run's world column
@@ -163,105 +164,11 @@ class _Supersteps:
         return out
 
 
-class _Fired:
-    """Which rules of the tick program a superstep must evaluate.
-
-    Every operator of the tick program is deterministic (`now()` is refused in a Dedalus
-    program; `rand()`, `hash()`, `id()` are functions of the tuple; `tick()` is read from
-    `__clock`), so a rule whose inputs hold what they held at the previous timestep derives
-    what it derived then: seed 004's determinism rewrite, `op(prev a, prev b) = prev(op(a, b))`.
-    And a rule with a positive atom over a relation that is empty derives nothing. So a
-    superstep evaluates only the rules that may derive something other than at the previous
-    timestep, over the others' previous tuples:
-    - a relation is *changed* when its inputs (facts, carried `@next` tuples, messages,
-      timed inputs) differ from the previous timestep's; `__clock` is changed for the rules
-      that read `tick()` (at every timestep) and, at timestep 0, for every rule that reads it;
-    - a rule *fires* when it reads a changed relation and none of its positive atoms reads
-      a relation that is unchanged and empty; the head of a rule that fires is changed;
-    - the relations changed are evaluated, each by its rules that are not blocked by such
-      an empty atom; every other relation holds what it held.
-    Before timestep 0 every relation is empty (a virtual timestep −1), so timestep 0
-    evaluates only what its facts and the clock reach.
-
-    The rule graph (which relations each rule reads, positively, and whether it reads
-    `tick()`) is the tick program's; the planner's strata hold the same graph. A stage
-    could state it as rows (issue 37's `flow_input`), the choice per timestep depends on
-    the data and stays here. Sub-programs are planned once per set of rules."""
-
-    def __init__(self, timed: Timed):
-        from ..bootstrap import syntax as S
-
-        self.program = timed.program
-        self.rules: list = []  # (label, head, relations read, relations read positively, reads tick())
-        self.derived: set = set()  # relations some rule derives
-        for r in self.program.rules:
-            reads, positive, ticks = set(), set(), False
-            for atom in _atoms(r.body, S.Atom):
-                if atom.relation == MEMBER:  # the members never change and are never empty
-                    continue
-                if atom.relation == CLOCK:
-                    ticks = ticks or (bool(atom.args) and atom.args[0] == S.Var(STEP))
-                reads.add(atom.relation)
-                if not atom.negated and atom.relation != CLOCK:  # the clock is never empty
-                    positive.add(atom.relation)
-            self.rules.append((r.name, r.head.relation, frozenset(reads), frozenset(positive), ticks))
-            self.derived.add(r.head.relation)
-        self.flows: dict = {}
-
-    def fire(self, changed: set, held: dict, first: bool) -> tuple:
-        """(the relations to evaluate, the labels of the rules that evaluate them), given
-        the relations whose inputs `changed` and what every relation `held` before."""
-        out = set(changed)
-        if first:
-            out.add(CLOCK)
-
-        def empty(rel):  # unchanged and empty: known to be empty now
-            return rel not in out and not held.get(rel)
-
-        grown = True
-        while grown:
-            grown = False
-            for _, head, reads, positive, ticks in self.rules:
-                if head in out or not (ticks or reads & out) or any(empty(p) for p in positive):
-                    continue
-                out.add(head)
-                grown = True
-        rules = frozenset(name for name, head, _, positive, _ in self.rules
-                          if head in out and not any(empty(p) for p in positive))
-        out.discard(CLOCK)
-        return frozenset(out), rules
-
-    def flow(self, rules: frozenset):
-        """The dataflow of `rules` alone: the relations they read and no rule of theirs
-        derives are inputs (their previous tuples). Planned once per set."""
-        from ..bootstrap import syntax as S
-        from ..bootstrap.planner import plan
-
-        if rules not in self.flows:
-            p = self.program
-            kept = tuple(s for s in p.statements if not isinstance(s, S.Rule) or s.name in rules)
-            self.flows[rules] = plan(S.Program(p.name, kept, p.path, p.dialect, p.text, p.number_bits))
-        return self.flows[rules]
-
-
-def _atoms(node, kind) -> list:
-    """Every `kind` (an atom class) inside `node`: body literals, nested aggregates."""
-    import dataclasses
-
-    if isinstance(node, kind):
-        return [node]
-    if isinstance(node, (tuple, list)):
-        return [a for x in node for a in _atoms(x, kind)]
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return [a for f in dataclasses.fields(node) for a in _atoms(getattr(node, f.name), kind)]
-    return []
-
-
 class _DriverState:
     """Small runs: every relation's tuples on the driver between supersteps; a superstep
     is one engine run whose inputs are literal rows in the statement and whose outputs
     come back in one action. Only the rules that may derive something new are evaluated
-    (`_Fired`); a superstep where none may runs no Spark job."""
+    (`runtime/fired.py`); a superstep where none may runs no Spark job."""
 
     def __init__(self, timed: Timed, spark):
         self.t = timed
@@ -269,7 +176,7 @@ class _DriverState:
         self.edb: dict = {}
         for rel, node, values in timed.facts:
             self.edb.setdefault(rel, set()).add(tuple(values) + (WORLD, node))
-        self.fired = _Fired(timed)
+        self.fired = fired.of(timed)
         self.carried: dict = {}
         self.given: dict = {}  # each relation's input tuples at the previous timestep (none before 0)
         self.held: dict = {}  # tick-program relation -> its tuples at the previous timestep
@@ -288,7 +195,7 @@ class _DriverState:
         for rel, got in arrived.items():
             rows.setdefault(rel, set()).update(tuple(values) + (WORLD, node) for node, values in got)
         changed = {rel for rel in set(rows) | set(self.given) if rows.get(rel, set()) != self.given.get(rel, set())}
-        evaluated, rules = self.fired.fire(changed, self.held, self.first)
+        evaluated, rules = self.fired.fire(changed, {rel for rel, v in self.held.items() if v}, self.first)
         self.given, self.first = rows, False
         actions, got = 0, {}
         if rules:

@@ -105,6 +105,65 @@ def test_drops_and_crashes(ping):
     assert _events(crashed, "deliver") == [] and crashed.final("got").empty
 
 
+# ---------------------------------------------------------------- only what changed
+# A timestep evaluates only the rules an input change reaches (runtime/fired.py); every
+# other relation holds its previous tuples. The result must be the run that evaluates
+# every rule at every timestep, exactly: final states, trace, counts, quiescence.
+
+def _both_ways(timed, seeds, delay, steps, **kw):
+    runs = []
+    for every in (True, False):
+        sim = Simulation(timed, seeds, delay, **kw)
+        sim.every_rule = every
+        runs.append(sim.run(steps))
+    return runs
+
+
+def _identical(every, changed):
+    import pandas as pd
+
+    assert changed.quiesced == every.quiesced and changed.node_steps == every.node_steps
+    pd.testing.assert_frame_equal(changed.trace, every.trace)
+    pd.testing.assert_frame_equal(changed.counts, every.counts)
+    assert set(changed.states) == set(every.states)
+    for rel in every.states:
+        pd.testing.assert_frame_equal(changed.states[rel], every.states[rel], obj=rel)
+
+
+def _skipped_some(timed):
+    """The runs evaluated a strict subset of the rules at some timestep."""
+    return any(len(rules) < len(timed.program.rules) for rules in timed.fired.flows)
+
+
+def test_only_what_changed_gives_the_same_run_with_drops_crashes_and_inputs(ping, spark, tmp_path):
+    _, timed = ping
+    for kw in ({}, {"drop": 0.3}, {"crash": {"b": 2}}, {"crash": {"a": 1, "b": 4}}):
+        _identical(*_both_ways(timed, range(12), "uniform:1-4", 30, **kw))
+    path = tmp_path / "late.olg"  # tick(), a late message chain, a negation over a relation empty until then
+    path.write_text(LATE)
+    late = compile_timed(str(path), spark, skip=("decouple",))
+    _identical(*_both_ways(late, range(6), "uniform:1-3", 14, crash={"b:1": 9}))
+    _identical(*_both_ways(late, [0], "fixed:1", 12, inputs={"heard": [(1, ("a:1", 5))]}))
+    assert _skipped_some(timed) and _skipped_some(late)
+
+
+def test_only_what_changed_gives_the_same_run_on_a_protocol(spark):
+    timed = compiled_timed(spark, PROTOCOLS / "voting.olg")  # the others: the extended test below
+    _identical(*_both_ways(timed, range(20), "uniform:1-5", 60))
+    assert _skipped_some(timed)
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("example", [f"protocols/{p.name}" for p in sorted(PROTOCOLS.glob("*.olg"))] +
+                         [f"protocols/scaled/{p.name}" for p in sorted((PROTOCOLS / "scaled").glob("*.olg"))] +
+                         ["two_phase_commit.olg", "hashset.olg"])
+def test_only_what_changed_gives_the_same_run_at_scale(spark, example):
+    timed = compiled_timed(spark, EXAMPLES / example)
+    for seeds, delay in ((range(50), "uniform:1-5"), ([3], "fixed:1"), (range(20), "geometric:0.4")):
+        _identical(*_both_ways(timed, seeds, delay, 80))
+    _identical(*_both_ways(timed, range(10), "uniform:1-3", 80, drop=0.2))
+
+
 def test_inputs_arrive_at_their_step_and_node(spark, tmp_path):
     path = tmp_path / "echo.olg"
     path.write_text("""
