@@ -885,6 +885,13 @@ class PandasTables(semantics.Tables):
     def greatest_per_key(self, s: Storage, t):
         return _one_per_key(s, t)
 
+    def least_per_key(self, s: Storage, t, columns: tuple):
+        keys = [f"c{i}" for i in columns]
+        rest = [f"c{i}" for i in range(s.arity) if i not in columns]
+        if len(t) < 2:
+            return t.reset_index(drop=True)
+        return t.sort_values(rest, kind="stable").drop_duplicates(keys, ignore_index=True)
+
     def number(self, s: Storage, t, old=None):
         return _numbered(s, t, 0 if old is None else len(old), old)
 
