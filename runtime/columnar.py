@@ -885,12 +885,14 @@ class PandasTables(semantics.Tables):
     def greatest_per_key(self, s: Storage, t):
         return _one_per_key(s, t)
 
-    def least_per_key(self, s: Storage, t, columns: tuple):
-        keys = [f"c{i}" for i in columns]
-        rest = [f"c{i}" for i in range(s.arity) if i not in columns]
+    def least_in_groups(self, s: Storage, t, domains: tuple):
         if len(t) < 2:
             return t.reset_index(drop=True)
-        return t.sort_values(rest, kind="stable").drop_duplicates(keys, ignore_index=True)
+        ordered = t.sort_values(list(t.columns), kind="stable")
+        least = True  # the first of its group in ascending order, in every domain
+        for domain in domains:
+            least = least & ~ordered.duplicated([f"c{i}" for i in domain])
+        return ordered[least].reset_index(drop=True)
 
     def number(self, s: Storage, t, old=None):
         return _numbered(s, t, 0 if old is None else len(old), old)

@@ -921,14 +921,16 @@ class FrameTables(_SparkTables):
     def greatest_per_key(self, s: Storage, t):
         return self.e.one_per_key(self.df(t), s)
 
-    def least_per_key(self, s: Storage, t, columns: tuple):
+    def least_in_groups(self, s: Storage, t, domains: tuple):
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        keys = [f"c{i}" for i in columns]
-        rest = [f"c{i}" for i in range(s.arity) if i not in columns]
-        least = self.e.single(self.df(t)).groupBy(*keys).agg(F.min(F.struct(*rest)).alias("_least"))
-        return least.select(*[F.col(f"c{i}") if i in columns else F.col(f"_least.c{i}").alias(f"c{i}")
-                              for i in range(s.arity)])
+        cols = [f"c{i}" for i in range(s.arity)]
+        whole = F.struct(*cols)
+        df = self.e.single(self.df(t))
+        for n, domain in enumerate(domains):  # per domain, whether it is the least whole tuple of its group
+            df = df.withColumn(f"_least{n}", F.min(whole).over(Window.partitionBy(*[f"c{i}" for i in domain])) == whole)
+        return df.where(reduce(lambda a, b: a & b, [F.col(f"_least{n}") for n in range(len(domains))])).select(*cols)
 
     def number(self, s: Storage, t, old=None):
         from pyspark.sql import functions as F

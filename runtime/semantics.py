@@ -130,8 +130,9 @@ class Tables:
     def greatest_per_key(self, s: Storage, t):
         raise NotImplementedError
 
-    def least_per_key(self, s: Storage, t, columns: tuple):
-        """Per value of `columns`, the row of `t` whose other columns, in order, are least."""
+    def least_in_groups(self, s: Storage, t, domains: tuple):
+        """The rows of `t` (distinct) that are least, comparing whole tuples column by
+        column, among the rows agreeing with them on the columns of each of `domains`."""
         raise NotImplementedError
 
     def number(self, s: Storage, t, old=None):
@@ -251,9 +252,7 @@ def choose(tables: Tables, s: Storage, full, cand):
             pool = tables.minus(s, pool, full, domain)
     kept = []
     while True:
-        least = tables.least_per_key(s, pool, s.choice[0])
-        for domain in s.choice[1:]:  # least in every group: the intersection of the leasts
-            least = tables.minus(s, least, tables.minus(s, least, tables.least_per_key(s, pool, domain)))
+        least = tables.least_in_groups(s, pool, s.choice)
         kept.append(least)
         if len(s.choice) == 1:
             return least
