@@ -177,12 +177,12 @@ def test_the_declaration_prints_and_plans_with_its_domains():
 
 def test_spark_keeps_the_same_rows(spark):
     """The Spark loop (DataFrames: a chosen relation is no CTE over its deltas), one
-    program with a recursive and a two-domain choice."""
+    program with a recursive and a two-domain choice (kept small: each round of the
+    two-domain walk is a Spark job)."""
     edges, pairs = graph(3), graph(104)
-    text = with_edges(with_edges(SPANNING_TREE.format(root=0), edges) + MATCHING, pairs, "likes") + LOWER_FIRST
+    text = with_edges(with_edges(SPANNING_TREE.format(root=0), edges) + MATCHING, pairs, "likes")
     _, result = run_planned(spark, text, "c.dl", "sql")
-    assert result.tuples(["st", "match", "far"]) == {"st": bfs_tree(edges, 0), "match": greedy(pairs),
-                                                    "far": KNOWN[2][2]}
+    assert result.tuples(["st", "match"]) == {"st": bfs_tree(edges, 0), "match": greedy(pairs)}
 
 
 def test_evita_run_through_the_stages_in_process_and_on_spark(spark, tmp_path, capsys):
