@@ -19,7 +19,7 @@ from .diagnostics import Diagnostic, EvitaError, plural
 from .fact_types import check_fact_types
 from .types import check_types
 from .syntax import (
-    Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize,
+    Aggregate, Assign, Atom, Call, Const, Declaration, Fact, IODirective, Materialize, Plan,
     Program, Query, Rule, Select, Span, Var, Wildcard, term_vars,
 )
 
@@ -448,6 +448,26 @@ def check_dedalus(program: Program) -> list:
     return dedalus(program)
 
 
+def check_choice(program: Program) -> Iterator[Diagnostic]:
+    """A relation with a choice-domain keeps the tuples it chose (docs/language.md,
+    "choice-domain"): it cannot also drop them by subsumption, nor hold what a head
+    aggregate computes (one tuple per group, replaced as it improves)."""
+    subsumed = {dict(p.params).get("made_for") for p in program.of(Plan)
+                if p.kind == "relation" and dict(p.params).get("role") == "dominated"}
+    aggregated = {r.head.relation for r in program.rules if any(isinstance(a, Aggregate) for a in r.head.args)}
+    for d in program.of(Declaration):
+        if not d.choice:
+            continue
+        if d.relation in subsumed:
+            yield Diagnostic("choice-domain", f"{d.relation} has a choice-domain and a subsumptive rule: a chosen "
+                             "tuple is never replaced, a dominated one is removed", d.span, d.relation,
+                             "keep one of them: choose with the choice-domain, or prune with <=")
+        if d.relation in aggregated:
+            yield Diagnostic("choice-domain", f"{d.relation} has a choice-domain and a rule with an aggregate in its "
+                             "head", d.span, d.relation,
+                             "aggregate into another relation and choose from it: r(x, y) :- counted(x, y).")
+
+
 CHECKS = (check_duplicates, check_declared, check_arity, check_safety, check_functions,
           check_aggregates, check_facts, check_numbers, check_types, check_fact_types, check_plans, check_strata,
-          check_dedalus)
+          check_dedalus, check_choice)

@@ -19,7 +19,7 @@ Select(expr=BinOp(op='>', left=Var(name='X'), right=Const(value=1, type='int')))
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -225,6 +225,17 @@ def _int_value(text: str) -> int:
 
 def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+
+
+@dataclass(frozen=True)
+class _ChoiceDomains:
+    """A `.decl`'s `choice-domain` clause as written: per domain, its name tokens (and
+    the qualifiers written after the clause)."""
+    domains: tuple
+    qualifiers: tuple = ()
+
+    def __iter__(self):
+        return iter(self.domains)
 
 
 @v_args(meta=True)
@@ -561,8 +572,41 @@ class _Builder(Transformer):
         """`.decl A, B(x: number) btree`: one Declaration per relation named."""
         names = [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)]
         columns = tuple(c for c in ch if isinstance(c, Column))
-        qualifiers = tuple(t.value for t in ch if isinstance(t, Token) and t.type == "QUALIFIER")
-        return [Declaration(n, columns, None, "decl", self._span(meta), qualifiers) for n in names]
+        domains = next((c for c in ch if isinstance(c, _ChoiceDomains)), None)
+        qualifiers = tuple(t.value for t in ch + list(domains.qualifiers if domains else ())
+                           if isinstance(t, Token) and t.type == "QUALIFIER")
+        choice = self._choice_positions(domains, columns, names[0]) if domains else ()
+        return [Declaration(n, columns, None, "decl", self._span(meta), qualifiers, choice) for n in names]
+
+    def choice_domain(self, meta, ch):
+        return _ChoiceDomains(tuple(c for c in ch if isinstance(c, list)),
+                              tuple(c for c in ch if isinstance(c, Token) and c.type == "QUALIFIER"))
+
+    def domain(self, meta, ch):
+        return [c for c in ch if isinstance(c, Token) and c.type == "NAME"]
+
+    def _choice_positions(self, domains, columns: tuple, relation: str) -> tuple:
+        """`choice-domain x, (x, y)` -> ((0,), (0, 1)): each domain's column positions,
+        in the order the columns are declared. A name no column has, or one written
+        twice in a domain, is reported at the name; a domain written twice counts once."""
+        where = {c.name: i for i, c in enumerate(columns)}
+        out = []
+        for names in domains:
+            positions = []
+            for tok in names:
+                if tok.value not in where:
+                    self._error("choice-domain", f"choice-domain names {tok.value}, which is not an attribute of "
+                                f"{relation}", self._tspan(tok), tok.value,
+                                f"name attributes of {relation}: {', '.join(where) or '(it has none)'}")
+                elif where[tok.value] in positions:
+                    self._error("choice-domain", f"{tok.value} is written twice in one choice-domain",
+                                self._tspan(tok), tok.value, "name each attribute of a domain once: (x, y)")
+                else:
+                    positions.append(where[tok.value])
+            domain = tuple(sorted(positions))
+            if len(positions) == len(names) and domain not in out:
+                out.append(domain)
+        return tuple(out)
 
     def type_subtype(self, meta, ch):
         return TypeDecl(ch[1].value, "subtype", (ch[3],), self._span(meta))

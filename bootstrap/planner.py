@@ -94,8 +94,9 @@ class _Planner:
         graph = G.dependency_graph(rules)
         pruning = self.subsumption(relations, graph)
         # a relation with subsumption gets a stratum even when only facts or inputs fill it
-        sccs = G.components([n for n in relations if (n in heads or relations[n].dominated) and n not in pruning],
-                            graph)
+        # (and a relation with a choice-domain: its facts and inputs are chosen among too)
+        sccs = G.components([n for n in relations if (n in heads or relations[n].dominated or relations[n].choice)
+                             and n not in pruning], graph)
         scc_of = {n: i for i, comp in enumerate(sccs) for n in comp}
         for comp in sccs:
             for name in G.premappable(comp, graph, shapes):
@@ -203,7 +204,9 @@ class _Planner:
                                 located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io,
-                                limit=limits.get(name))
+                                limit=limits.get(name), choice=choice_domains(d, n))
+            if out[name].choice:  # what remains of its facts and inputs is chosen in its stratum
+                out[name].kind = "derived"
         for r in rules:
             if r.delete:
                 base = out[r.head.relation]
@@ -404,3 +407,8 @@ def const_value(t):
     if isinstance(t, S.UnOp) and t.op == "-":
         return -const_value(t.arg)
     raise ValueError(term_text(t))
+
+
+def choice_domains(d, arity: int) -> tuple:
+    """A declaration's choice domains, less any over every column (it constrains nothing)."""
+    return tuple(c for c in getattr(d, "choice", ()) if len(c) < arity)

@@ -224,6 +224,9 @@ class Declaration:
     # optimization hints, kept so the program prints back whole. `eqrel`, `input` and
     # `output` are lowered by the parser and do not stay here (docs/language.md).
     qualifiers: tuple = ()
+    # Soufflé's `choice-domain x, (x, y)`: each domain a tuple of 0-based column positions
+    # (docs/language.md, "choice-domain"); () for none
+    choice: tuple = ()
 
 
 # Soufflé's primitive types; every `.type` reaches exactly one of them.

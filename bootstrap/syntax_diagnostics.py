@@ -46,8 +46,6 @@ def _unsupported_region(text: str, offset: int):
         return offset, offset + len(rest.split("\n", 1)[0])
     if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
-    if rest.startswith("-domain") and text[:offset].endswith("choice") and ".decl" in text[:offset]:
-        return text.rfind(".decl", 0, offset), offset + len(rest.split("\n", 1)[0])
     return None
 
 
@@ -230,9 +228,6 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
     if rest.startswith("<=") and re.search(r"(?:^|[.}])\s*(?:\w+\s+)?[\w.:]+\s*\([^.]*\)\s*$", text[:offset]):
         return Diagnostic("syntax", "subsumption (a <= rule) is not supported yet", Span(path, line, col, line, col + 2),
                           "<=", "keep the dominated tuples, or choose the best per group with a min/max aggregate")
-    if rest.startswith("-domain") and text[:offset].endswith("choice"):
-        return Diagnostic("syntax", "choice-domain is not supported yet", Span(path, line, col - 6), "choice-domain",
-                          "drop the choice-domain clause and choose with a rule (e.g. min/max aggregates)")
     if rest.startswith(":") and rest[1:2] in _QUOTES:
         return Diagnostic("syntax", f"unexpected character {rest[1]!r}", Span(path, line, col + 1), rest[1],
                           _QUOTES[rest[1]])

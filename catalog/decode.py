@@ -80,6 +80,7 @@ class _Decoder:
         self.children = _group(self.t["expression"], "parent", "seq")
         self._groups: dict = {}  # (table, key, order) -> `_group` of it, made once
         self._primary = None
+        self._choice = None
         self.body = defaultdict(list)  # rule id -> [(pos, literal)]
         for r in self.t["predicate"]:
             if r["pos"]:
@@ -222,6 +223,16 @@ class _Decoder:
         cols = self.grouped("index_column", "index", "seq")[idx["id"]]
         return tuple(c["col"] for c in cols)
 
+    def choice(self, relation_id: str) -> tuple:
+        """A relation's choice domains (indexes of kind 'choice'), in the order of their ids."""
+        if self._choice is None:  # relation id -> its choice indexes
+            self._choice = {}
+            for i in sorted(self.t["index"], key=lambda i: (len(i["id"]), i["id"])):
+                if i["kind"] == "choice":
+                    self._choice.setdefault(i["relation"], []).append(i)
+        cols = self.grouped("index_column", "index", "seq")
+        return tuple(tuple(c["col"] for c in cols[i["id"]]) for i in self._choice.get(relation_id, ()))
+
     def declaration(self, r):
         keys = self.keys(r["id"])
         if r["style"] == "materialize":
@@ -230,7 +241,7 @@ class _Decoder:
         cols = self.grouped("relation_column", "relation", "pos")[r["id"]]
         qualifiers = self.grouped("relation_qualifier", "relation", "seq")[r["id"]]
         return Declaration(r["name"], tuple(Column(c["name"], c["type"]) for c in cols), keys,
-                           r["style"], self.span(r), tuple(q["qualifier"] for q in qualifiers))
+                           r["style"], self.span(r), tuple(q["qualifier"] for q in qualifiers), self.choice(r["id"]))
 
     def io(self, r) -> IODirective:
         params = [p for p in self.t["io_param"] if p["pos"] == r["pos"]]

@@ -193,6 +193,11 @@ class _Encoder:
             self.rows.add("index", program=self.pid, id=iid, relation=rid, kind="primary")
             for seq, k in enumerate(keys):
                 self.rows.add("index_column", program=self.pid, index=iid, seq=seq, col=k)
+        for i, domain in enumerate(getattr(decl, "choice", ())):  # Soufflé's choice-domain: kind 'choice'
+            iid = f"{rid}:choice{i}"
+            self.rows.add("index", program=self.pid, id=iid, relation=rid, kind="choice")
+            for seq, k in enumerate(domain):
+                self.rows.add("index_column", program=self.pid, index=iid, seq=seq, col=k)
 
     # ------------------------------------------------------------ statements
 

@@ -185,6 +185,12 @@ def declared_columns(program: Program) -> dict:
     return {s.relation: [c.name for c in s.columns] for s in program.of(Declaration)}
 
 
+def _choice_text(d: Declaration) -> str:
+    """` choice-domain x, (x, y)`, or "" without one."""
+    names = [", ".join(d.columns[i].name for i in domain) for domain in d.choice]
+    return " choice-domain " + ", ".join(n if "," not in n else f"({n})" for n in names) if names else ""
+
+
 def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
     if isinstance(s, Rule):
         return format_rule(s, declared, indent)
@@ -202,7 +208,7 @@ def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
         return f"{indent}define({s.relation}, {keys}{{{types}}})."
     if isinstance(s, Declaration):
         cols = ", ".join(f"{c.name}: {c.type}" for c in s.columns)
-        return f"{indent}.decl {s.relation}({cols})" + "".join(" " + q for q in s.qualifiers)
+        return f"{indent}.decl {s.relation}({cols})" + "".join(" " + q for q in s.qualifiers) + _choice_text(s)
     if isinstance(s, TypeDecl):
         return f"{indent}.type {s.name} {'<:' if s.kind == 'subtype' else '='} {' | '.join(s.bases)}"
     if isinstance(s, IODirective):

@@ -170,9 +170,10 @@ TABLES = (
     ], ["program", "type", "seq"]),
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
         ("program", STRING, "program id"),
-        ("id", STRING, "index id: relation id + ':primary'"),
+        ("id", STRING, "index id: relation id + ':primary', or + ':choice0', ':choice1', ... for choice domains"),
         owned("relation", "relation id", "relation"),
-        ("kind", STRING, "'primary' (more kinds come with the planner)"),
+        ("kind", STRING, "'primary', or 'choice': a Soufflé choice-domain, a functional dependency from its "
+                         "columns to the rest (a second tuple agreeing on them never enters)"),
     ], ["id"], "index"),
     _t("index_column", "Key columns of an index, one row each.", [
         ("program", STRING, "program id"),

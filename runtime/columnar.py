@@ -885,6 +885,15 @@ class PandasTables(semantics.Tables):
     def greatest_per_key(self, s: Storage, t):
         return _one_per_key(s, t)
 
+    def least_in_groups(self, s: Storage, t, domains: tuple):
+        if len(t) < 2:
+            return t.reset_index(drop=True)
+        ordered = t.sort_values(list(t.columns), kind="stable")
+        least = True  # the first of its group in ascending order, in every domain
+        for domain in domains:
+            least = least & ~ordered.duplicated([f"c{i}" for i in domain])
+        return ordered[least].reset_index(drop=True)
+
     def number(self, s: Storage, t, old=None):
         return _numbered(s, t, 0 if old is None else len(old), old)
 

@@ -63,6 +63,10 @@ class Storage:
     # derive the tuples another tuple dominates; they are removed after the stratum's
     # start and after every round (`semantics.subsume`)
     dominated: Optional[str] = None
+    # Soufflé's `choice-domain`: per domain its column positions. A tuple agreeing with
+    # one held on a domain's columns never enters; of the candidates that arrive together,
+    # the least wins (`semantics.choose`)
+    choice: tuple = ()
 
     @property
     def location(self) -> Optional[int]:
@@ -131,6 +135,8 @@ class RoundsPlan:
         the tuples sent to it in any order, so it must be a set or one PreM min/max."""
         from . import semantics
 
+        if s.choice:  # which candidate wins depends on the order rounds find them in, everywhere at once
+            return f"{s.name} has a choice-domain"
         if s.keys is not None or semantics.kind(s) == "numbered":
             return f"{s.name} is {'keyed' if s.keys is not None else 'numbered'}"
         if s.aggregates and not all(a.premappable and a.func in ("min", "max") for a in s.aggregates):
@@ -290,6 +296,8 @@ def _storage_text(s: Storage) -> str:
         attrs.append(f"limit {s.limit}")
     if s.dominated is not None:
         attrs.append(f"subsumed by {s.dominated}")
+    if s.choice:
+        attrs.append("choice" + "".join(_cols(d) for d in s.choice))
     if s.located:
         attrs.append(f"located{_cols(s.partition)}")
     elif s.partition:

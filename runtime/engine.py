@@ -652,7 +652,8 @@ class _Engine:
     def combine(self, s: Storage, frames: list, selects: list = ()):
         """Rule outputs, facts and inputs -> the relation's tuples (`semantics.combine`):
         a CTE in SQL mode, else a DataFrame."""
-        tables = SqlTables(self) if self.sql_mode else FrameTables(self)
+        # a choice-domain chooses in rounds of anti-joins: on DataFrames, in SQL mode too
+        tables = SqlTables(self) if self.sql_mode and not s.choice else FrameTables(self)
         return semantics.combine(tables, s, list(selects) + list(frames))
 
     def group(self, df, s: Storage):
@@ -744,7 +745,8 @@ class _Engine:
             for name in sorted(reads):
                 self.full[name], self.sizes[name] = self.materialize(self.full[name]), 1
             if not any(self.df.relations[n].aggregates or self.df.relations[n].keys is not None
-                       or self.df.relations[n].dominated for n in st.relations):  # sets only: a CTE over deltas
+                       or self.df.relations[n].dominated or self.df.relations[n].choice
+                       for n in st.relations):  # sets only: a CTE over deltas
                 return self.run_recursive_sql(st)
         self._stratum = st
         t0 = time.perf_counter()
@@ -918,6 +920,17 @@ class FrameTables(_SparkTables):
 
     def greatest_per_key(self, s: Storage, t):
         return self.e.one_per_key(self.df(t), s)
+
+    def least_in_groups(self, s: Storage, t, domains: tuple):
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        cols = [f"c{i}" for i in range(s.arity)]
+        whole = F.struct(*cols)
+        df = self.e.single(self.df(t))
+        for n, domain in enumerate(domains):  # per domain, whether it is the least whole tuple of its group
+            df = df.withColumn(f"_least{n}", F.min(whole).over(Window.partitionBy(*[f"c{i}" for i in domain])) == whole)
+        return df.where(reduce(lambda a, b: a & b, [F.col(f"_least{n}") for n in range(len(domains))])).select(*cols)
 
     def number(self, s: Storage, t, old=None):
         from pyspark.sql import functions as F

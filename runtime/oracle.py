@@ -18,6 +18,12 @@ Semantics it pins down (the runtime must agree):
   `bootstrap/lowering/subsumption.py`): D's rules, over the database as it stands, name
   the tuples of R to remove, at the start of R's stratum and after every round; they all
   go at once;
+- `choice-domain` (a `.decl`'s `choice`): a relation with one is evaluated with its SCC
+  alone, after everything it reads; its start (its facts and inputs, and the rules of
+  its SCC that read no relation of the SCC) and then each naive round offer candidates,
+  walked in ascending order: one enters when no tuple held or entered before it agrees
+  with it on a domain's columns. Naive rounds offer the same candidates a semi-naive
+  round does, less ones already turned away, which stay turned away;
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
 - `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
   `/` on two whole numbers truncates toward zero, and by zero derives nothing;
@@ -61,11 +67,20 @@ def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 1
     strata = _stratify(rules + [replace(r, head=replace(r.head, relation=pruning[r.head.relation]))
                                 for r in dominating])
     deletions: dict = defaultdict(set)
+    choice = _choice(program)
+    for rel, domains in choice.items():  # filled by facts or inputs only: chosen among once
+        if rel not in strata:
+            db[rel] = _choose(domains, set(), db.get(rel, set()))
     for level in sorted(set(strata.values())):
         rs = [r for r in rules if strata[_head(r)] == level]
         pruned = {rel: [r for r in dominating if pruning[r.head.relation] == rel]
                   for rel in set(pruning.values()) if strata.get(rel) == level}
-        _fixpoint(rs, db, deletions, max_rounds, pruned)
+        if not any(_head(r) in choice for r in rs):
+            _fixpoint(rs, db, deletions, max_rounds, pruned)
+            continue
+        for scc in _sccs(rs, dominating, pruning):  # candidates arrive as the SCCs complete
+            _fixpoint([r for r in rs if _head(r) in scc], db, deletions, max_rounds,
+                      {rel: rs_ for rel, rs_ in pruned.items() if rel in scc}, choice)
     for rel, gone in deletions.items():
         db[rel] -= gone
     return dict(db)
@@ -133,12 +148,78 @@ def _prune(pruned: dict, db: dict) -> None:
         db[rel] = db.get(rel, set()) - rows
 
 
-def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int, pruned: dict | None = None):
+def _choice(program: S.Program) -> dict:
+    """relation -> its choice domains (column positions), those over every column left out."""
+    out = {}
+    for d in program.of(S.Declaration):
+        domains = [tuple(c) for c in d.choice if len(c) < len(d.columns)]
+        if domains:
+            out[d.relation] = domains
+    return out
+
+
+def _choose(domains: list, held: set, candidates) -> set:
+    """`held` and, walking `candidates` in ascending order, each that agrees with no tuple
+    held or taken before it on any domain's columns."""
+    taken = [{tuple(t[i] for i in d) for t in held} for d in domains]
+    out = set(held)
+    for t in sorted(set(candidates) - held):
+        keys = [tuple(t[i] for i in d) for d in domains]
+        if not any(k in seen for k, seen in zip(keys, taken)):
+            out.add(t)
+            for k, seen in zip(keys, taken):
+                seen.add(k)
+    return out
+
+
+def _sccs(rules: list, dominating: list, pruning: dict) -> list:
+    """The heads of `rules` in strongly connected components, each after those it reads
+    (a subsumption's rules read as their relation's)."""
+    heads = {_head(r) for r in rules}
+    reads = {h: set() for h in heads}
+    for r in rules + dominating:
+        h = pruning.get(r.head.relation, _head(r))
+        if h in reads:
+            reads[h] |= {l.relation for l in r.body if isinstance(l, S.Atom) and l.relation in heads}
+    reach = {h: set(f) for h, f in reads.items()}
+    for k in heads:  # transitive closure (Warshall)
+        for i in heads:
+            if k in reach[i]:
+                reach[i] |= reach[k]
+    out, done = [], set()
+    while len(done) < len(heads):
+        for h in sorted(heads - done):
+            scc = {h} | {g for g in reach[h] if h in reach[g]}
+            if reach[h] - scc <= done:
+                out.append(scc)
+                done |= scc
+                break
+    return out
+
+
+def _start(by_head: dict, db: dict, choice: dict) -> None:
+    """A stratum's start, as the runtime has it: the rules that read none of its relations
+    run once, before any round; a relation with a choice-domain chooses among them and
+    its facts and inputs."""
+    here = set(by_head)
+    for h, rs in by_head.items():
+        once = [r for r in rs if not any(isinstance(l, S.Atom) and l.relation in here for l in r.body)]
+        rows = {row for r in once for row in _rule_rows(r, db)}
+        if h in choice:
+            db[h] = _choose(choice[h], set(), db.get(h, set()) | rows)
+        elif not any(_aggs(r) for r in rs) and not h.endswith("#delete"):
+            db[h] = db.get(h, set()) | rows
+
+
+def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int, pruned: dict | None = None,
+              choice: dict | None = None):
     pruned = pruned or {}
-    _prune(pruned, db)
     by_head = defaultdict(list)
     for r in rules:
         by_head[_head(r)].append(r)
+    if choice:
+        _start(by_head, db, choice)
+    _prune(pruned, db)
     for _ in range(max_rounds):
         before = {rel: set(db.get(rel, set())) for rel in pruned}
         derived = {}
@@ -157,7 +238,7 @@ def _fixpoint(rules: list, db: dict, deletions: dict, max_rounds: int, pruned: d
                 continue
             old = db.get(h, set())
             agg = next((_aggs(r) for r in by_head[h] if _aggs(r)), [])
-            new = rows if agg else old | rows
+            new = rows if agg else _choose(choice[h], old, rows) if choice and h in choice else old | rows
             if new != old:
                 db[h] = new
                 changed = changed or h not in pruned  # a pruned relation: judged after pruning

@@ -37,6 +37,17 @@ all dominated. A tuple removed may be derived again: it is new then, and judged 
 (so a subsumptive relation's delta is found against what it holds, not against every
 tuple ever seen).
 
+Soufflé's `choice-domain` (`Storage.choice`, kind ``chosen``): a functional dependency
+from each domain's columns to the rest. A tuple enters only when no tuple it holds
+agrees with it on a domain's columns, and it is never replaced. The candidates that
+arrive together (the stratum's start: facts, inputs and the rules reading lower strata;
+then each round's derivations) are taken in ascending order of their tuples, each kept
+when it agrees with no tuple held or kept before it: the least tuple wins (`choose`).
+Soufflé takes the first in its own evaluation order, which is arbitrary; Evita's order is
+the tuples' own, so every backend keeps the same tuples.
+
+    chosen     delta = choose(cand, against full)                   full = full + delta
+
 A recursive stratum (`fixpoint`) runs rounds while a relation that a delta rule derives
 gained tuples. Soufflé's `.limitsize R(n=N)` stops it before a round once R holds N
 tuples (the round that reached N is kept whole). More rounds than the iteration limit is
@@ -71,7 +82,10 @@ from .dataflow import Storage, Stratum
 # ---------------------------------------------------------------- what a relation holds
 
 def kind(s: Storage) -> str:
-    """``set``, ``numbered``, ``grouped`` or ``keyed`` (the module docstring says what each holds)."""
+    """``set``, ``numbered``, ``grouped``, ``keyed`` or ``chosen`` (the module docstring says
+    what each holds)."""
+    if s.choice:
+        return "chosen"
     if any(a.func in S.NUMBERING for a in s.aggregates):
         return "numbered"
     if s.aggregates:
@@ -114,6 +128,11 @@ class Tables:
         raise NotImplementedError
 
     def greatest_per_key(self, s: Storage, t):
+        raise NotImplementedError
+
+    def least_in_groups(self, s: Storage, t, domains: tuple):
+        """The rows of `t` (distinct) that are least, comparing whole tuples column by
+        column, among the rows agreeing with them on the columns of each of `domains`."""
         raise NotImplementedError
 
     def number(self, s: Storage, t, old=None):
@@ -186,6 +205,8 @@ def combine(tables: Tables, s: Storage, parts: list):
         return tables.aggregate(s, bag)
     if k == "keyed":
         return tables.greatest_per_key(s, bag)
+    if k == "chosen":
+        return choose(tables, s, None, bag)
     return tables.distinct(s, bag)
 
 
@@ -200,6 +221,8 @@ def new_delta(tables: Tables, s: Storage, full, cand):
         return tables.number(s, cand, full)
     if k == "grouped":
         return tables.improved(s, tables.aggregate(s, cand), full)
+    if k == "chosen":
+        return choose(tables, s, full, cand)
     return tables.minus(s, tables.greatest_per_key(s, cand), full)
 
 
@@ -207,9 +230,39 @@ def absorb(tables: Tables, s: Storage, full, delta):
     """The relation after a round whose delta is `delta`."""
     if s.dominated:  # pruned after the round, so not one of `extend`'s growing unions
         return tables.distinct(s, tables.union(s, [full, delta]))
-    if kind(s) in ("set", "numbered"):
+    if kind(s) in ("set", "numbered", "chosen"):  # a chosen tuple stays: the relation only grows
         return tables.extend(s, full, delta)
     return tables.replace(s, full, delta, replaced_on(s))
+
+
+def choose(tables: Tables, s: Storage, full, cand):
+    """Soufflé's choice-domain: of the distinct tuples of `cand` that agree with no tuple
+    of `full` (None: none held yet) on any domain, those a walk in ascending order keeps,
+    each kept when it agrees with none kept before it.
+
+    The walk is sequential; it runs as rounds of whole tables instead. A candidate least
+    in every domain group it belongs to has no smaller rival, so the walk keeps it; all
+    such are kept at once (two of them never agree on a domain: they would be one tuple),
+    their rivals dropped, and the rest walked again. The rounds keep exactly the walk's
+    tuples. With one domain the first round keeps the least of every group and leaves
+    nothing, so it is one step."""
+    pool = tables.distinct(s, cand)
+    if full is not None:
+        for domain in s.choice:
+            pool = tables.minus(s, pool, full, domain)
+    kept = []
+    while True:
+        least = tables.least_in_groups(s, pool, s.choice)
+        kept.append(least)
+        if len(s.choice) == 1:
+            return least
+        for domain in s.choice:  # the rivals of what was kept go, and so does what was kept
+            pool = tables.minus(s, pool, least, domain)
+        pool = tables.hold(s, pool)
+        left = tables.count({s.name: pool})[s.name]
+        pool = tables.settle(s, pool)
+        if not left:
+            return tables.distinct(s, tables.union(s, kept))
 
 
 def subsume(tables: Tables, relations: tuple, storages: dict, full: dict, delta: dict, derive: Callable) -> dict:

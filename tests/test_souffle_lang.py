@@ -286,7 +286,6 @@ r4 u(y) :- n(x), y = x band 1.
     (".type R = [a: number, b: symbol]\n.decl r(x: number)\n", "record types are not supported yet"),
     (".type T = A {x: number}\n  | B {}\n.decl r(x: number)\n", "algebraic data types are not supported yet"),
     (".functor f(x: number): number\n", ".functor (user-defined functors) is not supported yet"),
-    (".decl r(x: number, y: number) choice-domain x\n", "choice-domain is not supported yet"),
 ])
 def test_excluded_constructs_say_not_supported_yet_and_nothing_else(text, message):
     found = errors(text)

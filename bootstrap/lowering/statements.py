@@ -214,6 +214,10 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
     def _qualified(self, d: Declaration, out):
         """`input`/`output` become directives (their old spelling); `eqrel` becomes the
         rules of an equivalence relation; the rest are hints that stay on the declaration."""
+        for q, why in (("eqrel", "is an eqrel"), ("inline", "is inlined")):
+            if d.choice and q in d.qualifiers:  # its tuples are a closure, or no tuples at all: none to choose
+                self.error("choice-domain", f"{d.relation} {why} and has a choice-domain", d.span, d.relation,
+                           f"drop {q} or the choice-domain: choose in a relation of its own")
         kept = tuple(q for q in d.qualifiers if q not in _LOWERED_QUALIFIERS)
         out.append(replace(d, qualifiers=kept))
         for direction in ("input", "output"):
