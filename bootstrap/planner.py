@@ -193,6 +193,8 @@ class _Planner:
             cols = tuple(c.name for c in d.columns) if d else tuple(f"c{i}" for i in range(n))
             # The runtime stores primitives: a column of a `.type` holds its primitive's values.
             types = tuple(type_system.primitive(c.type) for c in d.columns) if d else ("any",) * n
+            records = tuple(getattr(type_system.record(c.type), "name", None) for c in d.columns) if d else ()
+            records = records if any(records) else ()
             k = keys.get(name, d.keys if d else None)
             if k is not None and (len(k) == 0 or set(k) == set(range(n))):
                 k = None  # a key over every column is plain set semantics
@@ -203,7 +205,8 @@ class _Planner:
                                 located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io,
-                                limit=limits.get(name))
+                                limit=limits.get(name), records=records,
+                                record_table=tuple(sorted(type_system.record_table().items())) if records else ())
         for r in rules:
             if r.delete:
                 base = out[r.head.relation]

@@ -63,6 +63,11 @@ class Storage:
     # derive the tuples another tuple dominates; they are removed after the stratum's
     # start and after every round (`semantics.subsume`)
     dominated: Optional[str] = None
+    # Soufflé's records (bootstrap/records.py): per column the record type it holds, or
+    # None (empty when no column holds records), and every record type's fields' kinds,
+    # what reading and writing Soufflé's text form of a record needs
+    records: tuple = ()
+    record_table: tuple = ()  # (record type, (kind of each field, ...)) pairs
 
     @property
     def location(self) -> Optional[int]:
