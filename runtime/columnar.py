@@ -96,7 +96,7 @@ def _term_ok(t) -> bool:
     if isinstance(t, (S.Var, S.Wildcard)):
         return True
     if isinstance(t, S.Const):
-        return t.type in (S.INT, S.FLOAT, S.STRING, S.BOOL, S.INFINITY)
+        return t.type in (S.INT, S.FLOAT, S.STRING, S.BOOL, S.INFINITY, S.RECORD)
     if isinstance(t, S.BinOp):
         return t.op in _OPS and _term_ok(t.left) and _term_ok(t.right)
     if isinstance(t, S.UnOp):
