@@ -191,7 +191,7 @@ def shown(kind: str) -> str:
     """A kind in words: "a number", "a record of type P"."""
     if is_record_kind(kind):
         return f"a record of type {kind.split(' ', 1)[1]}"
-    return shown(kind)
+    return _SHOWN.get(kind, kind)
 
 
 def _canonical(name: str) -> str:
