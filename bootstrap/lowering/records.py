@@ -322,11 +322,11 @@ def _fact(f: Fact, types: TypeSystem, declared: dict, diagnostics: list) -> Fact
 def _folded(term, type_name, low: _Lowering, where: str):
     """The record constant `term` stands for, or None (an error was reported, or the
     term is no record)."""
-    if is_nil(term):
-        return Const(R.NIL, RECORD, term.span)
-    if not isinstance(term, ListExpr):
+    if not isinstance(term, ListExpr) and not is_nil(term):
         return None
     rec = low.record(type_name)
+    if is_nil(term) and (rec is not None or type_name is None):
+        return Const(R.NIL, RECORD, term.span)
     if rec is None:
         if type_name is not None:
             low.not_a_record(term, where, type_name)
