@@ -86,6 +86,11 @@ _ALL = [
     Builtin("lor", 2, 2, "logical or: 1 when either is not 0, else 0 (`x lor y`)"),
     Builtin("lxor", 2, 2, "logical xor: 1 when exactly one is not 0, else 0 (`x lxor y`)"),
     Builtin("lnot", 1, 1, "logical not: 1 when 0, else 0 (`lnot x`)"),
+    # Soufflé's records, as their canonical text (bootstrap/records.py); written by the lowering of records
+    Builtin("record", 2, None, "record(T, K, A, B, ...): the record [A, B, ...] of type T; K has a letter per "
+            "field (n number, f float, s symbol, r record). Written by the lowering of `[A, B]`"),
+    Builtin("record_field", 3, 3, "record_field(R, I, KIND): field I (0-based) of the record R, a value of KIND "
+            "(number, unsigned, float, symbol, record T). Written by the lowering of a record pattern"),
     # identity, hashing, time
     Builtin("id", 1, None, "id(A, B, ...): a deterministic Skolem id built from the arguments"),
     Builtin("hash", 1, None, "hash(A, ...): a 64-bit hash of the arguments"),

@@ -31,6 +31,7 @@ from .diagnostics import Diagnostic, EvitaError
 from .lowering.autoinc import autoinc_numbered
 from .lowering.components import expand_components
 from .lowering.inline import inline_relations
+from .lowering.records import lower_records
 from .lowering.raw import Clause, Group, RawCall, RawComponent, RawNot, Time, flatten, location
 from .lowering.statements import Lowering
 from .preprocess import preprocess
@@ -86,6 +87,11 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     if not _included:  # an included file's components are expanded with the includer's statements
         statements = autoinc_numbered(expand_components(statements, text, path))
     statements = inline_relations(statements)
+    if not _included and any(isinstance(s, Declaration) and s.style == "decl" for s in statements):
+        found: list = []
+        statements = lower_records(statements, found)  # Soufflé's records: bootstrap/lowering/records.py
+        if found:
+            raise EvitaError(found, source=text)
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in statements) \
         else "overlog"
     if lowering.aggregate_helpers and dialect == "souffle":
@@ -614,6 +620,11 @@ class _Builder(Transformer):
     def type_equal(self, meta, ch):
         bases = tuple(c for c in ch[3:] if not isinstance(c, Token))
         return TypeDecl(ch[1].value, "union" if len(bases) > 1 else "equivalence", bases, self._span(meta))
+
+    def type_record(self, meta, ch):
+        fields = [c for c in ch if isinstance(c, Column)]
+        return TypeDecl(ch[1].value, "record", tuple(c.type for c in fields), self._span(meta),
+                        tuple(c.name for c in fields))
 
     def type_old(self, meta, ch):  # .number_type N / .symbol_type S
         base = "number" if ch[0].value == ".number_type" else "symbol"

@@ -194,6 +194,8 @@ class _Planner:
             cols = tuple(c.name for c in d.columns) if d else tuple(f"c{i}" for i in range(n))
             # The runtime stores primitives: a column of a `.type` holds its primitive's values.
             types = tuple(type_system.primitive(c.type) for c in d.columns) if d else ("any",) * n
+            records = tuple(getattr(type_system.record(c.type), "name", None) for c in d.columns) if d else ()
+            records = records if any(records) else ()
             k = keys.get(name, d.keys if d else None)
             if k is not None and (len(k) == 0 or set(k) == set(range(n))):
                 k = None  # a key over every column is plain set semantics
@@ -204,7 +206,8 @@ class _Planner:
                                 located=self.distribution.get(name) == "located",
                                 cached=name in self.program.physical.cached,
                                 input=("input", name) in io, output=("output", name) in io,
-                                limit=limits.get(name), choice=choice_domains(d, n))
+                                limit=limits.get(name), choice=choice_domains(d, n), records=records,
+                                record_table=tuple(sorted(type_system.record_table().items())) if records else ())
             if out[name].choice:  # what remains of its facts and inputs is chosen in its stratum
                 out[name].kind = "derived"
         for r in rules:

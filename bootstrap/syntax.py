@@ -52,6 +52,8 @@ class Wildcard:
 
 # Constant types. Overlog is dynamically typed; Soufflé declares number/unsigned/float/symbol.
 INT, FLOAT, STRING, BOOL, NULL, INFINITY = "int", "float", "string", "bool", "null", "infinity"
+# A Soufflé record constant: its canonical text (bootstrap/records.py), `null` for nil.
+RECORD = "record"
 
 
 @dataclass(frozen=True)
@@ -238,11 +240,13 @@ DECL_QUALIFIERS = ("brie", "btree", "btree_delete", "eqrel", "inline", "no_inlin
 @dataclass(frozen=True)
 class TypeDecl:
     """Soufflé `.type NAME <: BASE` (kind "subtype"), `.type NAME = BASE` ("equivalence")
-    or `.type NAME = A | B | ...` ("union"). `bases` holds the named types in order."""
+    or `.type NAME = A | B | ...` ("union"), or the record type `.type NAME = [x: A, y: B]`
+    ("record"). `bases` holds the named types in order; `fields` a record's field names."""
     name: str
     kind: str
     bases: tuple
     span: Span = _span()
+    fields: tuple = ()
 
 
 @dataclass(frozen=True)

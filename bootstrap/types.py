@@ -76,14 +76,40 @@ class TypeSystem:
         return self._kind(name, ())
 
     def primitive(self, name: str) -> str:
-        """The column type the runtime stores: the primitive, or `any`."""
-        return self.kind(name) or "any"
+        """The column type the runtime stores: the primitive, or `any`; a record is its
+        canonical text, a symbol (bootstrap/records.py)."""
+        kind = self.kind(name) or "any"
+        return "symbol" if is_record_kind(kind) else kind
+
+    def record(self, name: str) -> Optional[TypeDecl]:
+        """The record declaration a type stands for (through `.type A = P`), or None."""
+        seen = set()
+        while name in self.decls and name not in seen:
+            seen.add(name)
+            d = self.decls[name]
+            if d.kind == "record":
+                return d
+            if d.kind != "equivalence":
+                return None
+            name = d.bases[0]
+        return None
+
+    def record_table(self) -> dict:
+        """record type -> the kinds of its fields (a field of a record type: that type's
+        record name), what reading Soufflé's text form of a record needs."""
+        out = {}
+        for d in self.decls.values():
+            if d.kind == "record":
+                out[d.name] = tuple(self.record(b).name if self.record(b) else self.primitive(b) for b in d.bases)
+        return out
 
     def _kind(self, name: str, seen: tuple) -> Optional[str]:
         if name in BUILTIN_TYPES:
             return BUILTIN_TYPES[name]
         if name not in self.decls or name in seen:
             return None
+        if self.decls[name].kind == "record":
+            return record_kind(name)
         if name not in self._kinds:
             kinds = {self._kind(b, seen + (name,)) for b in self.decls[name].bases}
             self._kinds[name] = kinds.pop() if len(kinds) == 1 else None
@@ -123,13 +149,19 @@ class TypeSystem:
                 self.problems.append(unknown_type(base, d.span, list(self.decls)))
         if d.name in PRIMITIVE_TYPES:
             return
+        if d.kind == "record":  # a record may hold itself (`.type List = [head: number, tail: List]`)
+            if len(set(d.fields)) != len(d.fields):
+                twice = next(f for f in d.fields if d.fields.count(f) > 1)
+                self.problems.append(Diagnostic("duplicate-declaration", f"record type {d.name} names the field "
+                                                f"{twice} twice", d.span, twice, "give each field its own name"))
+            return
         if self._cycle(d.name):
             self.problems.append(Diagnostic("type-cycle", f"type {d.name} is defined in terms of itself", d.span,
                                             d.name, "every type must reach number, unsigned, float or symbol"))
             return
         kinds = {b: self.kind(b) for b in d.bases if self.known(b)}
         if len({k for k in kinds.values() if k}) > 1:
-            parts = ", ".join(f"{b} is {_SHOWN.get(k, k)}" for b, k in kinds.items())
+            parts = ", ".join(f"{b} is {shown(k)}" for b, k in kinds.items())
             self.problems.append(Diagnostic("type-mismatch", f"union type {d.name} mixes kinds: {parts}", d.span,
                                             d.name, "a union holds types of one primitive kind"))
 
@@ -139,10 +171,27 @@ class TypeSystem:
             t = todo.pop()
             if t == name:
                 return True
-            if t in self.decls and t not in seen:
+            if t in self.decls and t not in seen and self.decls[t].kind != "record":
                 seen.add(t)
                 todo.extend(self.decls[t].bases)
         return False
+
+
+def record_kind(name: str) -> str:
+    """The kind of the values of record type `name`: records of one type compare only
+    with records of that type."""
+    return "record " + name
+
+
+def is_record_kind(kind) -> bool:
+    return isinstance(kind, str) and kind.startswith("record ")
+
+
+def shown(kind: str) -> str:
+    """A kind in words: "a number", "a record of type P"."""
+    if is_record_kind(kind):
+        return f"a record of type {kind.split(' ', 1)[1]}"
+    return _SHOWN.get(kind, kind)
 
 
 def _canonical(name: str) -> str:
@@ -221,8 +270,8 @@ class _RuleTypes:
             elif kind is not None:
                 got = self.expr_kind(arg)
                 if got is not None and not _fits(got, kind, arg):
-                    self.mismatch(arg, f"{_text(arg)} is {_SHOWN.get(got, got)}, but {where} holds "
-                                  f"{_SHOWN.get(kind, kind)}", f"write {_SHOWN.get(kind, kind)} there")
+                    self.mismatch(arg, f"{_text(arg)} is {shown(got)}, but {where} holds "
+                                  f"{shown(kind)}", f"write {shown(kind)} there")
 
     def bind(self, var: Var, kind, type_name, where: str):
         if kind is None:
@@ -236,8 +285,8 @@ class _RuleTypes:
             return
         if not _fits(kind, first_kind, None) and var.name not in self.reported:
             self.reported.add(var.name)
-            self.mismatch(var, f"variable {var.name} holds {_SHOWN.get(first_kind, first_kind)} in {first_where} "
-                          f"but {_SHOWN.get(kind, kind)} in {where}",
+            self.mismatch(var, f"variable {var.name} holds {shown(first_kind)} in {first_where} "
+                          f"but {shown(kind)} in {where}",
                           "a variable holds values of one type: use two variables, or declare the columns alike")
 
     def head_subtypes(self):
@@ -265,9 +314,13 @@ class _RuleTypes:
     def condition(self, expr):
         if isinstance(expr, BinOp) and expr.op in COMPARISONS:
             left, right = self.expr_kind(expr.left), self.expr_kind(expr.right)
+            if expr.op not in ("==", "!=") and (is_record_kind(left) or is_record_kind(right)):
+                self.mismatch(expr, f"the condition orders {shown(left if is_record_kind(left) else right)} "
+                              f"with {expr.op}", "records compare only with = and != (Soufflé's rule)")
+                return
             if left and right and not (_fits(left, right, expr.left) or _fits(right, left, expr.right)):
-                self.mismatch(expr, f"the condition compares {_SHOWN.get(left, left)} with "
-                              f"{_SHOWN.get(right, right)}", "compare values of one type")
+                self.mismatch(expr, f"the condition compares {shown(left)} with "
+                              f"{shown(right)}", "compare values of one type")
 
     def expr_kind(self, t) -> Optional[str]:
         """The kind of a term, where it is plain; None when not known."""
@@ -279,6 +332,10 @@ class _RuleTypes:
         if is_cast(t):
             name = target_type(t)
             return self.types.kind(name) if name is not None and self.types.known(name) else None
+        if isinstance(t, Call) and t.func == "record" and t.args and isinstance(t.args[0], Const):
+            return record_kind(str(t.args[0].value))  # written by bootstrap/lowering/records.py
+        if isinstance(t, Call) and t.func == "record_field" and len(t.args) == 3 and isinstance(t.args[2], Const):
+            return str(t.args[2].value)
         if isinstance(t, Call):
             return _CALL_KINDS.get(t.func[2:] if t.func.startswith("f_") else t.func)
         if isinstance(t, UnOp) and t.op == "-":
@@ -297,8 +354,8 @@ class _RuleTypes:
         got, kind = self.expr_kind(call.args[0]), self.types.kind(name)
         if got is not None and kind is not None and not _fits(got, kind, call.args[0]):
             convert = {"float": "to_float", "number": "to_number", "unsigned": "to_unsigned", "symbol": "to_string"}
-            self.mismatch(call, f"as casts {_text(call.args[0]) or 'a value'}, {_SHOWN.get(got, got)}, to {name}, "
-                          f"{_SHOWN.get(kind, kind)}: a cast stays within its kind",
+            self.mismatch(call, f"as casts {_text(call.args[0]) or 'a value'}, {shown(got)}, to {name}, "
+                          f"{shown(kind)}: a cast stays within its kind",
                           f"convert with {convert.get(kind, 'a conversion functor')}(...) instead")
 
     def range_kind(self, call) -> Optional[str]:
@@ -308,7 +365,7 @@ class _RuleTypes:
         for a, kind in kinds:
             if kind not in (None, "int", "number", "unsigned", "float"):
                 self.mismatch(a if getattr(a, "span", None) else call, f"range takes numbers, but {_text(a) or 'its argument'} "
-                              f"is {_SHOWN.get(kind, kind)}", "range(a, b[, step]) counts over numbers, unsigned "
+                              f"is {shown(kind)}", "range(a, b[, step]) counts over numbers, unsigned "
                               "numbers or floats")
                 return None
         known = {kind for _, kind in kinds if kind not in (None, "int")}

@@ -122,8 +122,10 @@ class _Decoder:
             stmts.append((r["pos"], 5, r["name"], Component(r["name"], tuple(addrs), self.span(r))))
         bases = _group(self.t["type_base"], "type", "seq")
         for r in self.t["type_decl"]:
-            stmts.append((r["pos"], 7, r["name"], TypeDecl(r["name"], r["kind"],
-                                                           tuple(b["base"] for b in bases[r["name"]]), self.span(r))))
+            own = bases[r["name"]]
+            fields = tuple(b.get("field") or "" for b in own) if r["kind"] == "record" else ()
+            stmts.append((r["pos"], 7, r["name"], TypeDecl(r["name"], r["kind"], tuple(b["base"] for b in own),
+                                                           self.span(r), fields)))
         for key, plan in self.plans():
             stmts.append((None, 6, key, plan))
         stmts.sort(key=lambda s: (s[0] is None, s[0] or 0, s[1], s[2]))

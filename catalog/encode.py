@@ -343,7 +343,8 @@ class _Encoder:
         line, col = _line_col(t.span)
         self.rows.add("type_decl", program=self.pid, name=t.name, kind=t.kind, pos=pos, line=line, col=col)
         for seq, base in enumerate(t.bases):
-            self.rows.add("type_base", program=self.pid, type=t.name, seq=seq, base=base)
+            field = t.fields[seq] if seq < len(t.fields) else ""
+            self.rows.add("type_base", program=self.pid, type=t.name, seq=seq, base=base, field=field)
 
     def component(self, pos: int, c: Component) -> None:
         line, col = _line_col(c.span)

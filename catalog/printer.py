@@ -55,6 +55,10 @@ def format_const(c: Const) -> str:
     """
     if c.type == STRING_TYPE:
         return quote(str(c.value))
+    if c.type == "record":  # a Soufflé record: written as the program writes it (bootstrap/records.py)
+        from ..bootstrap.records import surface
+
+        return surface(str(c.value))
     if c.type == BOOL:
         return "true" if c.value else "false"
     if c.type == NULL:
@@ -209,6 +213,8 @@ def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
     if isinstance(s, Declaration):
         cols = ", ".join(f"{c.name}: {c.type}" for c in s.columns)
         return f"{indent}.decl {s.relation}({cols})" + "".join(" " + q for q in s.qualifiers) + _choice_text(s)
+    if isinstance(s, TypeDecl) and s.kind == "record":
+        return f"{indent}.type {s.name} = [{', '.join(f'{n}: {t}' for n, t in zip(s.fields, s.bases))}]"
     if isinstance(s, TypeDecl):
         return f"{indent}.type {s.name} {'<:' if s.kind == 'subtype' else '='} {' | '.join(s.bases)}"
     if isinstance(s, IODirective):

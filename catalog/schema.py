@@ -157,8 +157,8 @@ TABLES = (
     _t("type_decl", "Soufflé `.type` declarations: the user's types a column may be declared with.", [
         ("program", STRING, "program id"),
         ("name", STRING, "type name"),
-        ("kind", STRING, "'subtype' (`.type A <: B`), 'equivalence' (`.type A = B`) or 'union' "
-                         "(`.type A = B | C`)"),
+        ("kind", STRING, "'subtype' (`.type A <: B`), 'equivalence' (`.type A = B`), 'union' "
+                         "(`.type A = B | C`) or 'record' (`.type P = [x: A, y: B]`)"),
         ("pos", INT, "statement ordinal in the program"),
         _LINE, _COL,
     ], ["program", "name"], order=["program", "pos"]),
@@ -167,6 +167,7 @@ TABLES = (
         ("type", STRING, "the declared type's name"),
         ("seq", INT, "0-based position on the right of the declaration"),
         ("base", STRING, "a primitive type (number, unsigned, float, symbol) or another declared type"),
+        ("field", STRING, "a record type's field name at this position ('' for other types)"),
     ], ["program", "type", "seq"]),
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
         ("program", STRING, "program id"),

@@ -73,7 +73,7 @@ def arrow_type(spark_type: str, held: bool = False):
 _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
-               "exp", "hash", "upper", "lower")
+               "exp", "hash", "upper", "lower", "record", "record_field")
 _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
@@ -96,7 +96,7 @@ def _term_ok(t) -> bool:
     if isinstance(t, (S.Var, S.Wildcard)):
         return True
     if isinstance(t, S.Const):
-        return t.type in (S.INT, S.FLOAT, S.STRING, S.BOOL, S.INFINITY)
+        return t.type in (S.INT, S.FLOAT, S.STRING, S.BOOL, S.INFINITY, S.RECORD)
     if isinstance(t, S.BinOp):
         return t.op in _OPS and _term_ok(t.left) and _term_ok(t.right)
     if isinstance(t, S.UnOp):
@@ -768,7 +768,22 @@ def _xxhash64(*values):
     return xxhash64(*values)
 
 
+def _record(type_name, kinds, *items):
+    """record(T, K, ...): the canonical text of a record (bootstrap/records.py)."""
+    from ..bootstrap.records import record_text
+
+    return record_text(kinds, [None if v is None else v.item() if hasattr(v, "item") else v for v in items])
+
+
+def _record_field(text, i, kind):
+    from ..bootstrap.records import record_field
+
+    return record_field(text, int(i), kind)
+
+
 _TEXT_FUNCTIONS = {
+    "record": _record,
+    "record_field": _record_field,
     "cat": _cat,
     "strlen": lambda s: None if s is None else len(_spark_text(s)),
     "to_string": _spark_text,

@@ -67,6 +67,11 @@ class Storage:
     # one held on a domain's columns never enters; of the candidates that arrive together,
     # the least wins (`semantics.choose`)
     choice: tuple = ()
+    # Soufflé's records (bootstrap/records.py): per column the record type it holds, or
+    # None (empty when no column holds records), and every record type's fields' kinds,
+    # what reading and writing Soufflé's text form of a record needs
+    records: tuple = ()
+    record_table: tuple = ()  # (record type, (kind of each field, ...)) pairs
 
     @property
     def location(self) -> Optional[int]:

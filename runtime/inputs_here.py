@@ -56,13 +56,13 @@ def _java_utf8(e: UnicodeDecodeError):
 codecs.register_error("evita-java-utf8", _java_utf8)
 
 
-def read_inputs_here(files: list, lenient: bool = False) -> tuple:
+def read_inputs_here(files: list, lenient: bool = False, any_size: bool = False) -> tuple:
     """[(InputFile, Storage)] -> ({relation: pandas.DataFrame with columns c0, c1, ...}, {relation: rows skipped})
     Same contract as validate.read_inputs. Raises EvitaError with the same diagnostics; raises NotHere when it cannot be exact."""
     import pandas as pd
 
     paths = [_local_file(f) for f, _ in files]
-    if sum(p.stat().st_size for p in paths) > HERE_BYTES:
+    if not any_size and sum(p.stat().st_size for p in paths) > HERE_BYTES:
         raise NotHere(f"inputs above {HERE_BYTES} bytes")
     reads = [_Checked(f, s, p) for (f, s), p in zip(files, paths)]
     total = sum(r.errors for r in reads)
@@ -166,7 +166,11 @@ class _Checked:
             columns.append(col)
         here, parsed = err[idx], {}
         for c, (col, target) in enumerate(zip(columns, self.targets)):
-            if target not in (None, "string"):
+            if s.records and s.records[c]:  # Soufflé's text of a record -> its canonical text
+                parsed[c] = parse_records(col, s.records[c], dict(s.record_table))
+                here[(here == _ROW) & ~parsed[c][0]] = c
+                columns[c] = pa.array(parsed[c][1], pa.string())
+            elif target not in (None, "string"):
                 parsed[c] = parse(col, target, s.types[c], f.number_bits)
                 here[(here == _ROW) & ~parsed[c][0]] = c
         err[idx] = here
@@ -212,6 +216,24 @@ def _mask(col) -> int:
     if pc.all(pc.is_in(pc.utf8_lower(col), value_set=_strings(["true", "false"]))).as_py():
         bits |= 4
     return bits
+
+
+def parse_records(col, type_name: str, table: dict) -> tuple:
+    """(ok per value, canonical text per value or None) of a column of Soufflé's record
+    text (bootstrap/records.py)."""
+    import numpy as np
+
+    from ..bootstrap.records import RecordSyntaxError, parse_souffle
+
+    ok, values = [], []
+    for text in col.to_pylist():
+        try:
+            values.append(parse_souffle(text or "", type_name, table))
+            ok.append(True)
+        except RecordSyntaxError:
+            values.append(None)
+            ok.append(False)
+    return np.array(ok, dtype=bool), np.array(values, dtype=object)
 
 
 def _series(col, target: str, parsed=None):

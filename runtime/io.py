@@ -244,7 +244,8 @@ def write_text_outputs(result, files: list, columns: dict | None = None, souffle
         if f.relation not in tables:
             tables[f.relation] = _arrow_table(result, f.relation)
         text = _text_bytes(csv_text(tables[f.relation], f.delimiter, souffle_floats, getattr(f, "quoted", False),
-                                    _unsigned_columns(result, f.relation), result.dataflow.number_bits))
+                                    _unsigned_columns(result, f.relation), result.dataflow.number_bits,
+                                    _record_columns(result, f.relation)))
         if f.headers:
             names = (columns or {}).get(f.relation) or list(result.relations[f.relation].columns)
             text = (f.delimiter.join(names) + "\n").encode() + text
@@ -274,6 +275,11 @@ def _write_output(path: str, text: bytes) -> None:
 def _unsigned_columns(result, rel: str) -> set:
     s = result.dataflow.relations.get(rel)
     return {i for i, t in enumerate(s.types) if t == "unsigned"} if s is not None else set()
+
+
+def _record_columns(result, rel: str) -> set:
+    s = result.dataflow.relations.get(rel)
+    return {i for i, t in enumerate(s.records) if t} if s is not None else set()
 
 
 def _nullary(result, rel: str) -> bool:
@@ -343,12 +349,13 @@ def csv_lines(table, sep: str, souffle_floats: bool = False) -> list:
 
 
 def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False, unsigned=frozenset(),
-             bits: int = 64):
+             bits: int = 64, records=frozenset()):
     """`csv_lines` as an Arrow string array. `quoted` (Soufflé's rfc4180=true): every
     text value in double quotes, a quote inside it doubled (RFC 4180). `unsigned`: the
     positions of unsigned columns, written as Soufflé writes them, modulo 2^bits (the
     program's width, bootstrap/numbers.py): to_unsigned(-1) is 18446744073709551615 at
-    64 bits, 4294967295 at 32."""
+    64 bits, 4294967295 at 32. `records`: the positions of record columns, their canonical
+    text written in Soufflé's form (`[1, a, [2, nil]]`, bootstrap/records.py)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -370,6 +377,10 @@ def csv_text(table, sep: str, souffle_floats: bool = False, quoted: bool = False
             shown = [souffle_float(v) for v in values.tolist()] if souffle_floats else values.astype(str).astype(object)
             text = pa.array(shown, pa.string(),
                             mask=col.is_null().to_numpy(zero_copy_only=False))
+        elif i in records:
+            from ..bootstrap.records import souffle_text
+
+            text = pa.array([souffle_text(v) for v in col.to_pylist()], pa.string())
         else:
             text = pc.cast(col, pa.string())
             if quoted and (pa.types.is_string(t) or pa.types.is_large_string(t)):

@@ -32,6 +32,7 @@ Primary-key replacement is not modelled (it depends on evaluation order).
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -535,12 +536,57 @@ def _eval(t, env):
             return None if any(a is None for a in args) else _BITWISE[name](*args, _BITS[0])
         if name == "pow":  # Spark's power: always a float
             return None if any(a is None for a in args) else float(args[0]) ** args[1]
+        if name == "record":  # a record's canonical text (bootstrap/records.py), with Python's json
+            return _record(args[1], args[2:])
+        if name == "record_field":
+            return _record_field(*args)
         if name == "min":
             return min(args)
         if name == "max":
             return max(args)
         raise NotImplementedError(f"oracle: builtin {name}")
     raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _record(kinds: str, items):
+    if any(v is None for v in items):
+        return None
+    parts = []
+    for v, k in zip(items, kinds):
+        if k == "r":
+            parts.append(v)
+        elif k == "s":
+            parts.append(json.dumps(v, ensure_ascii=False))
+        elif isinstance(v, float):
+            parts.append(_java_double(v))
+        else:
+            parts.append(str(v))
+    return "[" + ",".join(parts) + "]"
+
+
+def _record_field(text, i, kind):
+    if text is None or text == "null":
+        return None
+    value = json.loads(text)[i]
+    if kind.startswith("record"):
+        return _canonical_json(value)
+    if value is None:
+        return None
+    return value if kind == "symbol" else float(value) if kind == "float" else _whole(int(value))
+
+
+def _canonical_json(value) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_canonical_json(v) for v in value) + "]"
+    if isinstance(value, float):
+        return _java_double(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _java_double(f: float) -> str:
+    from evita.bootstrap.records import java_double
+
+    return java_double(f)
 
 
 def _substr(s: str, i: int, n: int) -> str:

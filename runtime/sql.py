@@ -211,7 +211,41 @@ BUILTIN_SQL: dict = {
     "rand": None,  # needs the tuple: see Expr.call
     "coin_flip": None,
     "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
+    "record": lambda a, t, arr: _record(a[2:], t[1].value),
+    "record_field": lambda a, t, arr: _record_field(a[0], t[1].value, t[2].value),
 }
+
+
+def _json_string(e):
+    """A symbol as a JSON string, as Jackson writes it (bootstrap/records.py): the one
+    element of a JSON array, its brackets taken off."""
+    text = fn("to_json", fn("array", e))
+    return fn("substring", text, lit(2), exp.Sub(this=fn("length", text.copy()), expression=lit(2)))
+
+
+def _record(items, kinds: str):
+    """record(T, K, ...): a record's canonical text (bootstrap/records.py), built by
+    concatenation: numbers as their text (a double's is Java's), symbols as JSON
+    strings, records as they are."""
+    parts = [lit("[")]
+    for i, (e, k) in enumerate(zip(items, kinds)):
+        if i:
+            parts.append(lit(","))
+        parts.append(_json_string(e) if k == "s" else e if k == "r" else _str(e))
+    parts.append(lit("]"))
+    return fn("concat", *parts)
+
+
+def _record_field(record, i: int, kind: str):
+    """record_field(R, I, KIND): Spark's JSON path reads the field; a nested record's
+    text is written back by the same library (Jackson) in the canonical form, nil
+    (JSON null, which the path reads as SQL NULL) as `null`."""
+    value = fn("get_json_object", record, lit(f"$[{int(i)}]"))
+    if kind.startswith("record"):
+        return fn("coalesce", value, lit("null"))
+    if kind == "symbol":
+        return value
+    return exp.Cast(this=value, to=exp.DataType.build("double" if kind == "float" else "bigint"))
 
 def _whole_division(this, expression):
     """Soufflé's `/` on whole numbers (bootstrap/division.py): Spark's DIV truncates

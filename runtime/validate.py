@@ -71,6 +71,9 @@ def is_parquet(path: str) -> bool:
 def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
     """[(InputFile, Storage)] -> ({relation: DataFrame c0, c1, ...}, {relation: rows skipped})."""
     reads, problems = [], []
+    with_records = [(f, s) for f, s in files if s.records]
+    files = [(f, s) for f, s in files if not s.records]
+    record_frames, record_skipped = _records_read_here(spark, with_records, lenient) if with_records else ({}, {})
     for f, s in files:
         try:
             reads.append(_parquet(spark, f, s) if is_parquet(f.path) else
@@ -80,7 +83,7 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
     if problems:
         raise EvitaError(problems)
     if not reads:
-        return {}, {}
+        return record_frames, record_skipped
     errors, masks = _count(reads)
     if any(errors.values()) and not lenient:
         try:
@@ -96,6 +99,33 @@ def read_inputs(spark, files: list, lenient: bool = False) -> tuple:
         frames[rel] = frames[rel].unionByName(typed) if rel in frames else typed
         if errors.get(i, 0):
             skipped[rel] = skipped.get(rel, 0) + errors[i]
+    for rel, frame in record_frames.items():
+        frames[rel] = frames[rel].unionByName(frame) if rel in frames else frame
+        skipped[rel] = skipped.get(rel, 0) + record_skipped.get(rel, 0)
+    return frames, {rel: n for rel, n in skipped.items() if n}
+
+
+def _records_read_here(spark, files: list, lenient: bool) -> tuple:
+    """The inputs of relations with record columns: Soufflé's text of a record is read
+    by a recursive parser (bootstrap/records.py), which Spark SQL has no form of and
+    which runs on no executor without a Python UDF, so the driver reads these files
+    (runtime/inputs_here.py, with its checks and diagnostics) and Spark gets the rows.
+    A file the driver cannot read (not local, Parquet, compressed) is not supported yet."""
+    from .inputs_here import NotHere, read_inputs_here
+
+    try:
+        tables, skipped = read_inputs_here(files, lenient, any_size=True)
+    except NotHere as e:
+        f = files[0][0]
+        raise EvitaError([Diagnostic("input-format", f"{f.relation} has record columns, and its file is read by "
+                                     f"the driver, which cannot read it: {e}", f.span, f.path,
+                                     "give a local text file (records in Parquet or remote files are not supported yet)")]
+                         ) from None
+    frames = {}
+    for rel, table in tables.items():
+        s = next(s for f, s in files if f.relation == rel)
+        schema = ", ".join(f"c{i} {DECLARED.get(t) or 'string'}" for i, t in enumerate(s.types))
+        frames[rel] = spark.createDataFrame(table, schema) if len(table) else spark.createDataFrame([], schema)
     return frames, skipped
 
 
@@ -443,6 +473,8 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
     text, declared = tokens[err] if err < len(tokens) else None, s.types[err]
     name = s.columns[err] if err < len(s.columns) else f"c{err}"
     where = S.Span(path, line, 0 if parquet else starts[err])
+    if s.records and s.records[err]:
+        return _bad_record(s, err, name, text or "", where, value)
     beyond = _beyond_width(text, declared, f.number_bits)
     if beyond:
         return Diagnostic("input-range", f"column {err + 1} ({name}) of {s.name} is {declared}, but {quoted(text)} "
@@ -453,6 +485,26 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
                       where, text or "",
                       _HINTS[DECLARED[declared]] + (" (0 or more)" if declared == "unsigned" else ""),
                       source_line=value)
+
+
+def _bad_record(s: Storage, err: int, name: str, text: str, where, line_text):
+    """A value of a record column that is not Soufflé's text of a record of its type:
+    positioned at the character where reading it stopped."""
+    from ..bootstrap.records import RecordSyntaxError, parse_souffle
+
+    table = dict(s.record_table)
+    type_name = s.records[err]
+    try:
+        parse_souffle(text, type_name, table)
+        expected, offset = "a record", 0
+    except RecordSyntaxError as e:
+        expected, offset = e.expected, e.offset
+    form = "[" + ", ".join(table[type_name]) + "]"
+    at = S.Span(where.file, where.line, where.col + offset if where.col else 0)
+    return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is the record type {type_name}, but "
+                      f"{quoted(text)} is not one of its records: {expected} expected at character {offset + 1}",
+                      at, text[offset:offset + 12] or text, f"write a {type_name} as Soufflé does: {form}, or nil",
+                      source_line=line_text)
 
 
 def input_range(declared: str, bits: int) -> tuple:

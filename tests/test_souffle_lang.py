@@ -283,7 +283,6 @@ r4 u(y) :- n(x), y = x band 1.
 
 
 @pytest.mark.parametrize("text, message", [
-    (".type R = [a: number, b: symbol]\n.decl r(x: number)\n", "record types are not supported yet"),
     (".type T = A {x: number}\n  | B {}\n.decl r(x: number)\n", "algebraic data types are not supported yet"),
     (".functor f(x: number): number\n", ".functor (user-defined functors) is not supported yet"),
 ])

@@ -38,7 +38,7 @@ from ..diagnostics import Diagnostic
 from ..folding import FoldError, fold
 from ..syntax import (
     NULL, STRING, Aggregate, Atom, BodyAggregate, Call, CompDecl, Component, Const, Declaration, Fact, IODirective,
-    Materialize, NamedAtom, Query, Rule, Select, Span, UnOp, Var, Wildcard,
+    ListExpr, Materialize, NamedAtom, Query, Rule, Select, Span, UnOp, Var, Wildcard,
 )
 from .aggregates import AggregateLowering, aggregate_terms
 from .autoinc import AutoincLowering, is_autoinc
@@ -51,10 +51,16 @@ from .subsumption import SubsumptionLowering
 __all__ = ["Lowering"]
 
 # Soufflé terms the lowering rejects: word -> (what it is, the hint).
-_NOT_YET_TERMS = {
-    "nil": ("nil (the empty record; records are not supported)",
-            "declare the column with a primitive type and use a sentinel value such as 0 or \"\""),
-}
+_NOT_YET_TERMS: dict = {}  # (`nil` is the empty record: bootstrap/lowering/records.py)
+
+
+def _record_shaped(a) -> bool:
+    """A Soufflé record in a fact: `[...]` of record-shaped or constant fields, or nil."""
+    if isinstance(a, Var):
+        return a.name == "nil"
+    if isinstance(a, ListExpr):
+        return all(isinstance(i, Const) or _record_shaped(i) for i in a.items)
+    return False
 
 
 def _raw_nodes(node):
@@ -206,8 +212,6 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
         return False
 
     def _unsupported_term(self, node) -> bool:
-        if isinstance(node, Var):
-            return node.name == "nil"
         return False
 
     # -- qualifiers
@@ -306,16 +310,18 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
 
     def _folded(self, atom: Atom) -> Atom:
         """A fact's constant expressions (`rel(2^32-5).`) evaluated, as Soufflé does."""
-        args = []
-        for a in atom.args:
-            try:
-                value = fold(a, self.number_bits)
-            except FoldError as e:
-                self.error("constant-expression", f"fact {atom.relation}: {e}", a.span, "",
-                           f"write a value a {self.number_bits}-bit number holds, without dividing by zero")
-                value = Const(None, NULL, a.span)  # reported: the fact goes no further
-            args.append(value if value is not None else a)
-        return replace(atom, args=tuple(args))
+        return replace(atom, args=tuple(self._folded_term(a, atom) for a in atom.args))
+
+    def _folded_term(self, a, atom: Atom):
+        if self.souffle and isinstance(a, ListExpr):  # a record: its fields folded (lowering/records.py)
+            return replace(a, items=tuple(self._folded_term(item, atom) for item in a.items))
+        try:
+            value = fold(a, self.number_bits)
+        except FoldError as e:
+            self.error("constant-expression", f"fact {atom.relation}: {e}", a.span, "",
+                       f"write a value a {self.number_bits}-bit number holds, without dividing by zero")
+            value = Const(None, NULL, a.span)  # reported: the fact goes no further
+        return value if value is not None else a
 
     def _check_ground(self, atom: Atom):
         if atom.named and any(isinstance(a, Wildcard) for a in atom.args):
@@ -328,6 +334,8 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
                 for call in ticks:
                     self.diagnostics.append(tick_in_fact(call, atom.relation))
                 continue
+            if self.souffle and _record_shaped(a):
+                continue  # a record: folded, and its fields checked, with the program's types (lowering/records.py)
             if not isinstance(a, Const):
                 what = "the variable " + a.name if isinstance(a, Var) else \
                     "the wildcard _" if isinstance(a, Wildcard) else "an expression"

@@ -1,0 +1,382 @@
+"""Soufflé's records lowered to plain terms over their canonical text (bootstrap/records.py).
+
+After this, no record syntax is left: every later step (the checks, the catalog, the
+stages, the planner, every backend and the oracle) sees string columns, the builtins
+`record(T, K, a1, ...)` and `record_field(R, i, KIND)`, and record constants (`Const` of
+type "record", the canonical text). Run on the whole program (includes and components
+expanded), since a record's type may be declared anywhere in it.
+
+* A record constructor `[a, b]` in a head, an assignment or a comparison becomes
+  `record("P", "ns", a, b)`; `nil` the constant `null`. Its type comes from where it
+  stands: the column of the atom, or the variable it is compared with or assigned to.
+* A pattern in a body atom, `p([x, [y, _]])`, becomes a fresh variable read by the atom,
+  the condition that it is not nil, and for each field an assignment (`x :=
+  record_field(_rec1, 0, "number")`) where the variable is bound nowhere else, else a
+  comparison; a nested pattern recurses; a constant field is compared. `r = [x, y]`
+  with r bound destructures r the same way.
+* A fact's records are folded to their canonical text.
+
+Errors (type-mismatch): a constructor or pattern with a different number of fields than
+its type, a record where the column holds a primitive, a constant of the wrong kind in
+a field, a record whose type nothing says; each at the record, with the form to write.
+
+>>> from evita.bootstrap.parser import parse_program
+>>> from evita.catalog.printer import format_rule
+>>> p = parse_program('.type P = [x: number, y: symbol]\\n.decl p(a: P)\\n.decl q(y: symbol, r: P)\\n'
+...                   'q(y, [x + 1, y]) :- p([x, y]).', "t.dl")
+>>> print(format_rule(p.rules[0]))
+rule1 q(y, record("P", "ns", x + 1, y)) :-
+    p(_rec1),
+    _rec1 != nil,
+    x := record_field(_rec1, 0, "number"),
+    y := record_field(_rec1, 1, "symbol").
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import records as R
+from ..diagnostics import Diagnostic
+from ..syntax import (
+    INT, RECORD, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Fact, ListExpr, Rule, Select, TypeDecl,
+    UnOp, Var, Wildcard, map_subterms, term_vars,
+)
+from ..types import TypeSystem, shown
+
+__all__ = ["lower_records", "has_records"]
+
+NIL_WORD = "nil"
+
+
+def is_nil(t) -> bool:
+    return isinstance(t, Var) and t.name == NIL_WORD
+
+
+def _has_record_syntax(t) -> bool:
+    if isinstance(t, ListExpr) or is_nil(t):
+        return True
+    if isinstance(t, (Atom,)):
+        return any(_has_record_syntax(a) for a in t.args)
+    if isinstance(t, (Assign, Select)):
+        return _has_record_syntax(t.expr)
+    children = []
+    map_subterms(t, lambda s: children.append(s) or s)
+    return any(_has_record_syntax(c) for c in children)
+
+
+def has_records(statements) -> bool:
+    return any(isinstance(s, TypeDecl) and s.kind == "record" for s in statements) or any(
+        isinstance(s, Rule) and any(_has_record_syntax(x) for x in (s.head,) + tuple(s.body))
+        or isinstance(s, Fact) and _has_record_syntax(s.atom) for s in statements)
+
+
+def lower_records(statements: list, diagnostics: list) -> list:
+    """The statements with records lowered; problems appended to `diagnostics`."""
+    if not has_records(statements):
+        return statements
+    types = TypeSystem([s for s in statements if isinstance(s, TypeDecl)])
+    declared: dict = {}
+    for d in statements:
+        if isinstance(d, Declaration):
+            declared.setdefault(d.relation, d)
+    out = []
+    for s in statements:
+        if isinstance(s, Rule):
+            s = _RuleRecords(s, types, declared, diagnostics).lowered()
+        elif isinstance(s, Fact) and _has_record_syntax(s.atom):
+            s = _fact(s, types, declared, diagnostics)
+        out.append(s)
+    return out
+
+
+class _Lowering:
+    """What rules and facts share: column types, the record a type is, errors."""
+
+    def __init__(self, types: TypeSystem, declared: dict, diagnostics: list):
+        self.types, self.declared, self.diagnostics = types, declared, diagnostics
+
+    def column_type(self, atom: Atom, i: int):
+        d = self.declared.get(atom.relation)
+        return d.columns[i].type if d is not None and len(d.columns) == atom.arity else None
+
+    def record(self, type_name):
+        return self.types.record(type_name) if type_name else None
+
+    def error(self, node, message: str, hint: str, text: str = ""):
+        span = getattr(node, "span", None)
+        self.diagnostics.append(Diagnostic("type-mismatch", message, span, text or _shown_term(node), hint))
+
+    def fields_fit(self, node: ListExpr, rec: TypeDecl) -> bool:
+        """The record has as many fields as its type; else an error with the form to write."""
+        if len(node.items) == len(rec.fields):
+            return True
+        form = ", ".join(f"{n}" for n in rec.fields)
+        self.error(node, f"the record has {len(node.items)} field{'' if len(node.items) == 1 else 's'}, but type "
+                   f"{rec.name} has {len(rec.fields)} ({_fields_text(rec)})", f"write [{form}]")
+        return False
+
+    def not_a_record(self, node, where: str, type_name: str):
+        kind = self.types.kind(type_name)
+        self.error(node, f"{_shown_term(node)} is a record, but {where} holds {shown(kind) if kind else type_name}",
+                   f"write {shown(kind) if kind else 'a value of its type'} there, or declare the column with a "
+                   "record type (.type P = [x: number, ...])")
+
+    def constant_fits(self, item, field_type: str, rec: TypeDecl, j: int) -> bool:
+        """A constant in a field is of the field's kind."""
+        kind = self.types.kind(field_type)
+        got = {INT: "number", STRING: "symbol", "float": "float"}.get(item.type) if isinstance(item, Const) else None
+        if isinstance(item, UnOp) and item.op == "-" and isinstance(item.arg, Const):
+            got = {INT: "number", "float": "float"}.get(item.arg.type)
+        if got is None or kind is None or got == kind or (got == "number" and kind in ("unsigned", "float")):
+            return True
+        self.error(item, f"field {rec.fields[j]} of {rec.name} holds {shown(kind)}, but {_shown_term(item)} is "
+                   f"{shown(got)}", f"write {shown(kind)} there")
+        return False
+
+
+class _RuleRecords(_Lowering):
+    def __init__(self, rule: Rule, types: TypeSystem, declared: dict, diagnostics: list):
+        super().__init__(types, declared, diagnostics)
+        self.rule = rule
+        self.var_types: dict = {}  # variable -> the record type it holds
+        self.fresh = 0
+        self.bound: set = set()
+
+    # -- which variables hold records of which type
+    def infer(self):
+        atoms = [self.rule.head] + [lit for lit in self.rule.body if isinstance(lit, Atom)]
+        for _ in range(3):  # through comparisons and assignments, in any order
+            for atom in atoms:
+                for i, a in enumerate(atom.args):
+                    self.note(a, self.column_type(atom, i))
+            for lit in self.rule.body:
+                if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op in ("==", "!="):
+                    self.note(lit.expr.left, self.type_of(lit.expr.right))
+                    self.note(lit.expr.right, self.type_of(lit.expr.left))
+                elif isinstance(lit, Assign):
+                    self.note(lit.var, self.type_of(lit.expr))
+                    self.note(lit.expr, self.var_types.get(lit.var.name))
+
+    def note(self, term, type_name):
+        rec = self.record(type_name)
+        if rec is None:
+            return
+        if isinstance(term, Var) and not is_nil(term):
+            self.var_types.setdefault(term.name, rec.name)
+        elif isinstance(term, ListExpr) and len(term.items) == len(rec.bases):
+            for item, field_type in zip(term.items, rec.bases):
+                self.note(item, field_type)
+
+    def type_of(self, term):
+        if isinstance(term, Var):
+            return self.var_types.get(term.name)
+        return None
+
+    # -- the rewrite
+    def lowered(self) -> Rule:
+        rule = self.rule
+        if not any(_has_record_syntax(x) for x in (rule.head,) + tuple(rule.body)):
+            return rule
+        self.infer()
+        for lit in rule.body:
+            if isinstance(lit, Atom) and not lit.negated:
+                self.bound.update(a.name for a in lit.args if isinstance(a, Var))
+        body: list = []
+        for lit in rule.body:
+            body.extend(self.literal(lit))
+        head = replace(rule.head, args=tuple(self.construct(a, self.column_type(rule.head, i),
+                                                            f"{rule.head.relation} (column {i + 1})")
+                                             for i, a in enumerate(rule.head.args)))
+        return replace(rule, head=head, body=tuple(body))
+
+    def literal(self, lit) -> list:
+        if isinstance(lit, Atom) and not lit.negated:
+            args, after = [], []
+            for i, a in enumerate(lit.args):
+                if isinstance(a, ListExpr) or is_nil(a):
+                    where = f"{lit.relation} (column {i + 1}, type {self.column_type(lit, i)})"
+                    rec = self.record(self.column_type(lit, i))
+                    if rec is None and self.column_type(lit, i) is not None:
+                        self.not_a_record(a, where, self.column_type(lit, i))
+                        args.append(a)
+                        continue
+                    v = self.new_var(a)
+                    args.append(v)
+                    after.extend(self.destructure(v, a, rec))
+                else:
+                    args.append(self.construct(a, None, ""))
+            return [replace(lit, args=tuple(args))] + after
+        if isinstance(lit, Atom):  # negated: its records are values of bound variables
+            return [replace(lit, args=tuple(self.construct(a, self.column_type(lit, i),
+                                                           f"{lit.relation} (column {i + 1})")
+                                            for i, a in enumerate(lit.args)))]
+        if isinstance(lit, Assign):
+            self.bound.add(lit.var.name)
+            return [replace(lit, expr=self.construct(lit.expr, self.var_types.get(lit.var.name),
+                                                     f"the variable {lit.var.name}"))]
+        if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "==":
+            for pattern, other in ((lit.expr.right, lit.expr.left), (lit.expr.left, lit.expr.right)):
+                if isinstance(pattern, ListExpr) and isinstance(other, Var) and self.unbound_in(pattern):
+                    rec = self.record(self.var_types.get(other.name))
+                    if rec is not None:
+                        return self.destructure(other, pattern, rec)
+        if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op in ("==", "!="):
+            left, right = lit.expr.left, lit.expr.right
+            t = self.type_of(left) or self.type_of(right)
+            expr = replace(lit.expr, left=self.construct(left, t, "the comparison"),
+                           right=self.construct(right, t, "the comparison"))
+            return [replace(lit, expr=expr)]
+        if isinstance(lit, Select):
+            return [replace(lit, expr=self.construct(lit.expr, None, ""))]
+        return [lit]
+
+    def unbound_in(self, pattern) -> bool:
+        return any(v not in self.bound for v in term_vars(pattern) if v != NIL_WORD)
+
+    def new_var(self, node) -> Var:
+        self.fresh += 1
+        return Var(f"_rec{self.fresh}", getattr(node, "span", None) or Var("").span)
+
+    def destructure(self, value: Var, pattern, rec) -> list:
+        """The literals that match the record held by `value` against `pattern`."""
+        span = pattern.span
+        if is_nil(pattern):
+            return [Select(BinOp("==", value, Const(R.NIL, RECORD, span), span), span)]
+        if rec is None:
+            self.error(pattern, f"the type of the record {_shown_term(pattern)} is not known",
+                       "use it where a column or a variable of a record type says its type")
+            return []
+        if not self.fields_fit(pattern, rec):
+            return []
+        out = [Select(BinOp("!=", value, Const(R.NIL, RECORD, span), span), span)]
+        for j, (item, field_type) in enumerate(zip(pattern.items, rec.bases)):
+            kind = self.field_kind(field_type)
+            field = Call("record_field", (value, Const(j, INT, span), Const(kind, STRING, span)), item.span)
+            sub = self.record(field_type)
+            if isinstance(item, Wildcard):
+                continue
+            if isinstance(item, ListExpr) or is_nil(item):
+                if sub is None and not is_nil(item):
+                    self.not_a_record(item, f"field {rec.fields[j]} of {rec.name}", field_type)
+                    continue
+                inner = self.new_var(item)
+                out.append(Assign(inner, field, item.span))
+                out.extend(self.destructure(inner, item, sub))
+            elif isinstance(item, Var) and item.name not in self.bound:
+                self.bound.add(item.name)
+                if sub is not None:
+                    self.var_types.setdefault(item.name, sub.name)
+                out.append(Assign(item, field, item.span))
+            else:
+                if not self.constant_fits(item, field_type, rec, j):
+                    continue
+                out.append(Select(BinOp("==", self.construct(item, field_type, f"field {rec.fields[j]}"), field,
+                                        item.span), item.span))
+        return out
+
+    def field_kind(self, field_type: str) -> str:
+        sub = self.record(field_type)
+        return f"record {sub.name}" if sub is not None else self.types.primitive(field_type)
+
+    def construct(self, term, type_name, where: str):
+        """`term` with each record constructor a `record(...)` call and nil its constant;
+        `type_name`: the type the term must have, when known."""
+        if is_nil(term):
+            return Const(R.NIL, RECORD, term.span)
+        if isinstance(term, ListExpr):
+            rec = self.record(type_name)
+            if rec is None:
+                if type_name is not None:
+                    self.not_a_record(term, where, type_name)
+                else:
+                    self.error(term, f"the type of the record {_shown_term(term)} is not known",
+                               "use it where a column or a variable of a record type says its type")
+                return term
+            if not self.fields_fit(term, rec):
+                return term
+            items = []
+            for j, (item, field_type) in enumerate(zip(term.items, rec.bases)):
+                if isinstance(item, Wildcard):
+                    self.error(item, "_ stands for no value in a record that is built",
+                               "name the field's value with a variable bound elsewhere in the rule", "_")
+                    return term
+                self.constant_fits(item, field_type, rec, j)
+                items.append(self.construct(item, field_type, f"field {rec.fields[j]} of {rec.name}"))
+            letters = "".join(R.letter(self.field_kind(f)) for f in rec.bases)
+            return Call("record", (Const(rec.name, STRING, term.span), Const(letters, STRING, term.span), *items),
+                        term.span)
+        return map_subterms(term, lambda s: self.construct(s, None, ""))
+
+
+def _fact(f: Fact, types: TypeSystem, declared: dict, diagnostics: list) -> Fact:
+    """A fact with its records folded to their canonical text."""
+    low = _Lowering(types, declared, diagnostics)
+    args = []
+    for i, a in enumerate(f.atom.args):
+        column = low.column_type(f.atom, i)
+        folded = _folded(a, column, low, f"{f.atom.relation} (column {i + 1})")
+        args.append(a if folded is None else folded)
+    return replace(f, atom=replace(f.atom, args=tuple(args)))
+
+
+def _folded(term, type_name, low: _Lowering, where: str):
+    """The record constant `term` stands for, or None (an error was reported, or the
+    term is no record)."""
+    if not isinstance(term, ListExpr) and not is_nil(term):
+        return None
+    rec = low.record(type_name)
+    if is_nil(term) and (rec is not None or type_name is None):
+        return Const(R.NIL, RECORD, term.span)
+    if rec is None:
+        if type_name is not None:
+            low.not_a_record(term, where, type_name)
+        return None
+    if not low.fields_fit(term, rec):
+        return None
+    values, letters = [], ""
+    for j, (item, field_type) in enumerate(zip(term.items, rec.bases)):
+        sub = low.record(field_type)
+        if sub is not None:
+            inner = _folded(item, field_type, low, f"field {rec.fields[j]} of {rec.name}")
+            if inner is None:
+                if not isinstance(item, ListExpr) and not is_nil(item):
+                    low.error(item, f"field {rec.fields[j]} of {rec.name} holds a record of type {sub.name}, but "
+                              f"{_shown_term(item)} is not one", f"write [...] or nil there")
+                return None
+            values.append(inner.value)
+            letters += "r"
+            continue
+        if isinstance(item, (ListExpr,)) or is_nil(item):
+            low.not_a_record(item, f"field {rec.fields[j]} of {rec.name}", field_type)
+            return None
+        if not low.constant_fits(item, field_type, rec, j):
+            return None
+        value = _constant(item)
+        if value is None:
+            low.error(item, "a fact's record holds constants only", "write a number or a \"symbol\" there")
+            return None
+        values.append(value)
+        letters += R.letter(low.types.primitive(field_type))
+    return Const(R.record_text(letters, values), RECORD, term.span)
+
+
+def _constant(t):
+    if isinstance(t, Const) and t.type in (INT, STRING, "float"):
+        return t.value
+    if isinstance(t, UnOp) and t.op == "-" and isinstance(t.arg, Const) and t.arg.type in (INT, "float"):
+        return -t.arg.value
+    return None
+
+
+def _fields_text(rec: TypeDecl) -> str:
+    return ", ".join(f"{n}: {t}" for n, t in zip(rec.fields, rec.bases))
+
+
+def _shown_term(node) -> str:
+    from ...catalog.printer import format_expr
+
+    try:
+        return format_expr(node)
+    except (TypeError, ValueError):
+        return ""
+
