@@ -32,7 +32,7 @@ from .casts import casts_in, is_cast, target_type
 from .ranges import is_range
 from .syntax import (
     BOOL, FLOAT, INT, PRIMITIVE_TYPES, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Program,
-    Rule, Select, TypeDecl, UnOp, Var, COMPARISONS,
+    Rule, Select, TypeDecl, UnOp, Var, COMPARISONS, rule_terms, subterms,
 )
 
 # The column types every program knows, with the primitive each reaches (None: unchecked).
@@ -247,7 +247,29 @@ class _RuleTypes:
         self.head_subtypes()
         for call in casts_in(self.rule):
             self.cast(call)
+        for t in rule_terms(self.rule):
+            self.record_fields(t)
         return self.found
+
+    def record_fields(self, t):
+        """Each field of a record constructor (`record(T, K, a1, ...)`, as
+        bootstrap/lowering/records.py writes `[a1, ...]`) holds its field's kind: a
+        variable is checked here, once its kind is known; a constant was checked there."""
+        for s in subterms(t):
+            self.record_fields(s)
+        if not (isinstance(t, Call) and t.func == "record" and len(t.args) >= 2 and isinstance(t.args[0], Const)):
+            return
+        record = self.types.record(str(t.args[0].value))
+        if record is None:
+            return
+        for arg, name, base in zip(t.args[2:], record.fields, record.bases):
+            inner = self.types.record(base)
+            kind = record_kind(inner.name) if inner is not None else self.types.kind(base)
+            got = self.expr_kind(arg)
+            if isinstance(arg, Var) and got is not None and kind is not None and not _fits(got, kind, arg):
+                self.mismatch(arg, f"{arg.name} is {shown(got)}, but field {name} of record type {record.name} "
+                              f"holds {shown(kind)}", f"write {shown(kind)} there, or declare the field as "
+                              f"{shown(got)}")
 
     # -- atoms
     def columns(self, atom: Atom):

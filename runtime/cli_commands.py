@@ -258,7 +258,8 @@ def cmd_run(args) -> int:
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
     with doing("the computation of the results shown"), phases.phase("previews"):
-        print_tables(console, frames, held=held, columns=columns, unsigned=unsigned_columns(result.dataflow))
+        print_tables(console, frames, held=held, columns=columns, unsigned=unsigned_columns(result.dataflow),
+                     records=record_columns(result.dataflow))
         print_sizes(result, printsize_relations(program))
     if args.stats:
         console.print(result.stats_text())
@@ -497,19 +498,27 @@ def unsigned_columns(dataflow) -> dict:
             for name, s in dataflow.relations.items() if "unsigned" in (s.types or ())}
 
 
+def record_columns(dataflow) -> dict:
+    """relation -> positions of its record columns (held as canonical JSON text)."""
+    return {name: {i for i, t in enumerate(s.records) if t} for name, s in dataflow.relations.items() if s.records}
+
+
 def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optional[dict] = None,
-                 columns: Optional[dict] = None, unsigned: Optional[dict] = None) -> None:
+                 columns: Optional[dict] = None, unsigned: Optional[dict] = None,
+                 records: Optional[dict] = None) -> None:
     """Each relation's first rows in column order: from the driver's own table when the
     run left one there (`held`: name -> pandas table, as `Result.held`; its frame may be
     None), the others with one Spark action for all of them. `columns`: name -> the
     column names shown (default the frame's). `unsigned`: as `unsigned_columns`, shown
-    as Soufflé writes them (a bit pattern with the sign bit set is a large value)."""
+    as Soufflé writes them (a bit pattern with the sign bit set is a large value);
+    `records`: as `record_columns`, shown in Soufflé's text form (`[1, a, [2, nil]]`)."""
     import json
     from functools import reduce
 
     from rich.table import Table
     from rich.text import Text
 
+    from ..bootstrap.records import souffle_text
     from .order import row_key
 
     if not frames:
@@ -551,8 +560,10 @@ def print_tables(console, frames: dict, limit: int = PREVIEW_ROWS, held: Optiona
             table.add_column("()")
             got = [["()"] for _ in got]
         positions, bits = (unsigned or {}).get(name, ((), 64))
+        held_records = (records or {}).get(name, ())
         for r in sorted(got[:limit], key=row_key):  # by the columns' types: 2 before 10
-            table.add_row(*[Text(_cell(_as_unsigned(v, bits) if j in positions else v)) for j, v in enumerate(r)])
+            table.add_row(*[Text(souffle_text(v) if j in held_records else _cell(_as_unsigned(v, bits) if j in positions
+                                                                                  else v)) for j, v in enumerate(r)])
         console.print(table)
 
 

@@ -91,6 +91,11 @@ def test_a_program_with_records_prints_and_parses_back():
     ('.decl r(a: number)\nr([1]).', ("type-mismatch", 2, 3, "[1] is a record, but r (column 1) holds a number")),
     ('.type P = [x: number]\n.decl p(a: P)\n.decl q(a: P)\nq(a) :- p(a), p(b), a < b.',
      ("type-mismatch", 4, 21, "rule rule1: the condition orders a record of type P with <")),
+    ('.type P = [x: number, y: symbol]\n.decl a(n: number, s: symbol)\n.decl q(r: P)\nq([s, n]) :- a(n, s).',
+     ("type-mismatch", 4, 4, "rule rule1: s is a symbol, but field x of record type P holds a number")),
+    ('.type P = [x: number, y: Q]\n.type Q = [z: symbol]\n.decl a(n: number)\n.decl q(r: P)\n'
+     'q([n, n]) :- a(n).',
+     ("type-mismatch", 5, 7, "rule rule1: n is a number, but field y of record type P holds a record of type Q")),
 ])
 def test_record_type_errors_are_positioned(text, expected):
     assert expected in errors(text)
@@ -115,3 +120,12 @@ def test_a_bad_record_in_an_input_file_is_positioned(tmp_path, capsys):
     assert main(["run", str(tmp_path / "p.dl"), "-F", str(tmp_path), "-D", str(tmp_path / "out")]) != 0
     err = capsys.readouterr().err
     assert "e.facts:2:2: error[input-type]" in err and "a whole number expected at character 2" in err
+
+
+def test_the_preview_shows_records_as_soufflé_writes_them(tmp_path, capsys):
+    from evita.bootstrap.cli import main
+
+    (tmp_path / "p.dl").write_text('.type P = [x: number, y: symbol]\n.decl q(r: P)\nq([1, "a b"]).\n.output q\n')
+    assert main(["run", str(tmp_path / "p.dl")]) == 0
+    out = capsys.readouterr().out
+    assert "[1, a b]" in out and '"a b"' not in out
