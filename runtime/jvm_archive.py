@@ -58,8 +58,8 @@ def _java_home() -> Optional[Path]:
 
 
 def key() -> Optional[str]:
-    """What the archive is valid for: the JVM library, Spark's jars (name and size of
-    each) and what else goes on the driver's classpath (a JVM maps the archive's classes
+    """What the archive is valid for: the JVM library, Spark's jars (their folder, and
+    the name and size of each) and what else goes on the driver's classpath (a JVM maps the archive's classes
     only when its classpath starts as the trainer's did); None when the JVM or the jars
     cannot be found (no archive then)."""
     home = _java_home()
@@ -75,7 +75,8 @@ def key() -> Optional[str]:
     if st is None or not listing:
         return None
     classpath = [os.environ.get(v, "") for v in ("SPARK_HOME", "SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH")]
-    h = hashlib.sha256(repr((str(jvm), st.st_size, st.st_mtime_ns, listing, classpath)).encode())
+    h = hashlib.sha256(repr((str(jvm), st.st_size, st.st_mtime_ns, str(jars.resolve()), listing,
+                             classpath)).encode())
     return h.hexdigest()[:20]
 
 
@@ -91,8 +92,8 @@ def options() -> str:
     k = key()
     if k is None:
         return ""
-    if archive(k).is_file():
-        return f"-XX:SharedArchiveFile={archive(k)}"
+    if archive(k).is_file():  # an archive the JVM finds stale it ignores, and says so: not on the terminal
+        return f"-XX:SharedArchiveFile={archive(k)} -Xlog:cds*=off"
     _start_training(k)
     return ""
 

@@ -25,7 +25,7 @@ def test_an_archive_that_is_there_is_mapped(cache):
     assert k, "this machine has a JDK and pyspark's jars"
     cache.mkdir(parents=True)
     jvm_archive.archive(k).write_bytes(b"")
-    assert jvm_archive.options() == f"-XX:SharedArchiveFile={jvm_archive.archive(k)}"
+    assert jvm_archive.options() == f"-XX:SharedArchiveFile={jvm_archive.archive(k)} -Xlog:cds*=off"
 
 
 def test_no_archive_asks_for_one_once_and_not_where_it_failed(cache, monkeypatch):
