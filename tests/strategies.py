@@ -14,12 +14,14 @@ one declaration per relation, named atoms only where column names are known.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from evita.bootstrap.syntax import (
     AGGREGATES, ARITHMETIC, BOOLEAN, COMPARISONS, Aggregate, Assign, Atom, BinOp, Call, Column,
     Component, Cond, Const, Declaration, Fact, IODirective, ListExpr, Materialize, Program, Query,
-    Rule, Select, TypeDecl, UnOp, Var, Wildcard,
+    Rule, Select, TypeDecl, UnOp, Var, Wildcard, map_literal, map_subterms,
 )
 from evita.catalog import schema
 
@@ -185,4 +187,24 @@ def programs(draw, max_statements: int = 12):
             for _ in range(draw(st.integers(1, 3))):
                 stmts.append(rule(draw(NAMES), name) if draw(st.booleans()) else fact(name))
     dialect = "souffle" if any(isinstance(s, Declaration) and s.style == "decl" for s in head) else "overlog"
+    if dialect == "souffle":  # `[a, b]` is a record there, which needs a record type: keep lists Overlog's
+        stmts = [_without_lists(s) for s in stmts]
     return Program(draw(NAMES), tuple(head + stmts), "", dialect)
+
+
+def _list_free(t):
+    t = map_subterms(t, _list_free)
+    return Call("g", t.items) if isinstance(t, ListExpr) else t
+
+
+def _without_lists(statement):
+    """`statement` with each list `[a, ...]` written `g(a, ...)`."""
+    def atom(a):
+        return replace(a, args=tuple(_list_free(x) for x in a.args))
+
+    if isinstance(statement, Rule):
+        return replace(statement, head=atom(statement.head),
+                       body=tuple(map_literal(lit, _list_free) for lit in statement.body))
+    if isinstance(statement, (Fact, Query)):
+        return replace(statement, atom=atom(statement.atom))
+    return statement

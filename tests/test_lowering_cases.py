@@ -67,7 +67,7 @@ def ticked(program: S.Program) -> S.Program:
 LOWERINGS = {
     "statements": parsed, "disjunction": parsed, "aggregates": parsed, "autoinc": parsed,
     "equalities": parsed, "eqrel": parsed, "components": parsed, "inline": parsed,
-    "subsumption": parsed, "division": divided, "width": widened, "dedalus": ticked,
+    "subsumption": parsed, "records": parsed, "division": divided, "width": widened, "dedalus": ticked,
 }
 
 
