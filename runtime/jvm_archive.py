@@ -176,8 +176,10 @@ def _maps(file: Path) -> bool:
     home = _java_home()
     if not file.is_file() or home is None:
         return False
-    got = subprocess.run([str(home / "bin" / "java"), f"-XX:SharedArchiveFile={file}", "-version"],
-                         capture_output=True, timeout=120)
+    crash_report = file.with_name(file.name + ".hs_err")  # where a crashing JVM writes, not the cwd
+    got = subprocess.run([str(home / "bin" / "java"), f"-XX:SharedArchiveFile={file}", f"-XX:ErrorFile={crash_report}",
+                          "-version"], capture_output=True, timeout=120)
+    crash_report.unlink(missing_ok=True)
     return got.returncode == 0
 
 
