@@ -112,9 +112,18 @@ def _start_training(k: str) -> None:
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
     env = {**os.environ, "EVITA_JVM_ARCHIVE": "0"}  # the trainer's own session asks for nothing
-    with open(os.devnull, "rb") as nothing, open(folder() / f"spark-{k}.log", "wb") as log:
-        subprocess.Popen([sys.executable, "-m", "evita.runtime.jvm_archive", k], stdin=nothing, stdout=log,
-                         stderr=log, env=env, start_new_session=True, cwd=folder())
+    with open(folder() / f"spark-{k}.log", "wb") as log:
+        detached([sys.executable, "-m", "evita.runtime.jvm_archive", k], log, env)
+
+
+def detached(argv: list[str], log, env: dict) -> None:
+    """Start argv in its own session and return at once. A shell starts it in the background
+    and exits, so it is nobody's child here: a long-lived caller (the API, a notebook, a test
+    run) neither keeps a zombie nor, reaping it later, has a minute of a JVM's CPU charged to it."""
+    with open(os.devnull, "rb") as nothing:
+        shell = subprocess.Popen(["/bin/sh", "-c", '"$@" &', "sh", *argv], stdin=nothing, stdout=log, stderr=log,
+                                 env=env, start_new_session=True, cwd=folder())
+        shell.wait()
 
 
 def train(k: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -30,7 +31,7 @@ def test_an_archive_that_is_there_is_mapped(cache):
 
 def test_no_archive_asks_for_one_once_and_not_where_it_failed(cache, monkeypatch):
     started = []
-    monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda argv, **kw: started.append(argv))
+    monkeypatch.setattr(jvm_archive, "detached", lambda argv, log, env: started.append(argv))
     k = jvm_archive.key()
     assert jvm_archive.options() == "" and len(started) == 1
     assert started[0][-2:] == ["evita.runtime.jvm_archive", k]
@@ -45,7 +46,7 @@ def test_no_archive_asks_for_one_once_and_not_where_it_failed(cache, monkeypatch
 
 def test_a_stale_lock_is_taken_over(cache, monkeypatch):
     started = []
-    monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda argv, **kw: started.append(argv))
+    monkeypatch.setattr(jvm_archive, "detached", lambda argv, log, env: started.append(argv))
     k = jvm_archive.key()
     cache.mkdir(parents=True)
     lock = cache / f"spark-{k}.training"
@@ -53,6 +54,21 @@ def test_a_stale_lock_is_taken_over(cache, monkeypatch):
     old = lock.stat().st_mtime - jvm_archive.STALE_SECONDS - 1
     os.utime(lock, (old, old))
     assert jvm_archive.options() == "" and len(started) == 1
+
+
+def test_the_trainer_is_nobodys_child_here(cache, tmp_path):
+    """A caller that later reaps a child of its own must not be charged the trainer's CPU,
+    nor keep it as a zombie: the trainer's parent is not this process."""
+    cache.mkdir(parents=True)
+    said = tmp_path / "parent"
+    with open(tmp_path / "log", "wb") as log:
+        jvm_archive.detached([sys.executable, "-c", f"import os; open({str(said)!r}, 'w').write(str(os.getppid()))"],
+                             log, dict(os.environ))
+    for _ in range(200):
+        if said.exists() and said.read_text():
+            break
+        time.sleep(0.05)
+    assert said.read_text() and int(said.read_text()) != os.getpid()
 
 
 @pytest.mark.extended
