@@ -253,11 +253,11 @@ def cmd_run(args) -> int:
         else:
             frames[key] = query_frame(result.relations[q.relation], q)
     if args.output:
-        with phases.phase("write outputs"):
+        with phases.phase("write outputs"), result.tuned():
             for path in write_outputs(result, shown, args.output, args.format):
                 console.print(f"wrote {path}")
     # relations are lazy: the rest of the work is here
-    with doing("the computation of the results shown"), phases.phase("previews"):
+    with doing("the computation of the results shown"), phases.phase("previews"), result.tuned():
         print_tables(console, frames, held=held, columns=columns, unsigned=unsigned_columns(result.dataflow),
                      records=record_columns(result.dataflow))
         print_sizes(result, printsize_relations(program))
@@ -382,7 +382,7 @@ def run_file(args, spark=None, previews: bool = False):
             if name not in result.held:  # the driver's tables cost nothing to read again
                 result.relations[name].persist()
     if args.souffle_out:  # each .output directive: its filename, delimiter and headers
-        with phases.phase("write outputs"):
+        with phases.phase("write outputs"), result.tuned():
             columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
             write_text_outputs(result, output_files(program, args.souffle_out, dataflow.outputs), columns)
     return program, dataflow, result, inputs, phases
@@ -428,7 +428,7 @@ def _run_here(args, program, files: dict, phases):
     inputs = Inputs(tables)
     inputs.skipped = skipped
     if args.souffle_out:  # each .output directive: its filename, delimiter and headers
-        with phases.phase("write outputs"):
+        with phases.phase("write outputs"), result.tuned():
             columns = {name: list(s.columns) for name, s in dataflow.relations.items()}
             write_text_outputs(result, output_files(program, args.souffle_out, dataflow.outputs), columns)
     return program, dataflow, result, inputs, phases

@@ -29,6 +29,7 @@ trip to the JVM and an analysis) per relation.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import os
@@ -67,6 +68,15 @@ class Result:
     engine: Optional["_Engine"] = field(default=None, repr=False)
     notes: list = field(default_factory=list)  # strategy choices worth explaining
     _traffic: Optional[list] = field(default=None, repr=False)  # per-node traffic, once asked
+    settings: dict = field(default_factory=dict)  # the Spark settings the run's plans were tuned for
+
+    def tuned(self):
+        """The run's tuning around an action that reads its relations. A stratum run once
+        is built lazily, so its work is done by the job that reads it, after `run` gave the
+        session its own settings back: without this, a small run's results were computed
+        with adaptive execution on (a job per exchange) and the session's shuffle partitions."""
+        spark = self.engine.spark if self.engine is not None else None
+        return _set_for_a_while(spark, self.settings) if spark is not None else contextlib.nullcontext()
 
     def release(self):
         """Drop the run's caches (a catalog evaluation does, once it has its tuples:
@@ -96,14 +106,16 @@ class Result:
 
     def rows(self, name: str) -> list:
         """The relation's tuples, sorted, arrays as tuples (one more action)."""
-        if self.dataflow.relations[name].arity == 0:  # a proposition: the empty tuple, or none
-            return [()] if not self.relations[name].isEmpty() else []
-        return sorted((_plain(tuple(r)) for r in self.relations[name].collect()), key=_sort_key)
+        with self.tuned():
+            if self.dataflow.relations[name].arity == 0:  # a proposition: the empty tuple, or none
+                return [()] if not self.relations[name].isEmpty() else []
+            return sorted((_plain(tuple(r)) for r in self.relations[name].collect()), key=_sort_key)
 
     def tuples(self, names=None) -> dict:
         """relation -> set of tuples for several relations with a single Spark action."""
         names = list(self.relations) if names is None else list(names)
-        got = self.engine.scope.collect([(n, self.table(n)) for n in names], self.engine.one_partition)
+        with self.tuned():
+            got = self.engine.scope.collect([(n, self.table(n)) for n in names], self.engine.one_partition)
         # a proposition's tuples carry Spark's unit column (io.UNIT): the empty tuple to users
         return {n: {()} if got[n] and self.dataflow.relations[n].arity == 0 else got[n] for n in names}
 
@@ -244,19 +256,27 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
     inputs = inputs or {}
     if tuning == "auto":
         tuning = "small" if _estimated_bytes(dataflow, inputs) < SMALL_BYTES else "large"
-    saved = {}
     conf = dict(SMALL_CONF) if tuning == "small" else {}
     if not one_partition and any(s.located for s in dataflow.relations.values()):
         conf.update(LOCATED_CONF)
-    for k, v in conf.items():
-        saved[k] = spark.conf.get(k, None)
-        spark.conf.set(k, v)
-    try:
+    with _set_for_a_while(spark, conf):
         if small_rows is None:
             small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
         engine = _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope)
         engine.small_rows = small_rows if local and not one_partition else 0
-        return engine.run()
+        result = engine.run()
+    result.settings = conf
+    return result
+
+
+@contextlib.contextmanager
+def _set_for_a_while(spark, conf: dict):
+    """Spark settings for the block, the session's own again after it."""
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
     finally:
         for k, v in saved.items():
             if v is None:

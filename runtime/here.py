@@ -114,6 +114,12 @@ class HereResult:
         Spark): for what only Spark writes as Spark does, such as lists as JSON text."""
         return SparkFrames(self)
 
+    def tuned(self):
+        """Nothing to tune: the relations are held here (`engine.Result.tuned`)."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
     def traffic(self) -> list:
         if self._traffic is None:
             from .traffic import measure_held

@@ -444,3 +444,28 @@ def test_lists_of_numbers_stay_numbers(spark, strategy):
     assert result.tuples(["p"])["p"] == oracle.evaluate(prog)["p"] == {(1, 2, (1, 2)), (1, 3, (1, 2, 3)),
                                                                       (2, 3, (2, 3))}
     assert result.relations["p"].schema.fields[2].dataType.simpleString() == "array<bigint>"
+
+
+def test_a_small_runs_results_are_read_with_its_tuning(spark):
+    """A stratum run once is built lazily: the job that reads the result does its work,
+    after `run` gave the session its settings back. Reading it goes through the run's
+    tuning (no adaptive execution, one shuffle partition: one job for an aggregate of
+    tiny data, where adaptive execution runs a job per exchange), and the session keeps
+    its own settings outside."""
+    from evita.runtime.engine import SMALL_CONF
+
+    text = "e(1, 2). e(1, 3). e(2, 3).\nr1 n(X, count<Y>) :- e(X, Y).\n"
+    program = check_program(parse_program(text, "tuned.dl"))
+    result = run(plan(program), spark, local=False)
+    assert result.settings == SMALL_CONF
+    assert spark.conf.get("spark.sql.adaptive.enabled") != "false"
+    sc = spark.sparkContext
+    sc.setJobGroup("tuned-read", "tuned-read")
+    try:
+        assert result.tuples(["n"]) == {"n": {(1, 2), (2, 1)}}
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("tuned-read")) == 1
+    assert spark.conf.get("spark.sql.adaptive.enabled") != "false"
+    with result.tuned():
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
