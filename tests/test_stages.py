@@ -382,6 +382,12 @@ def test_remove_column_drops_it_from_the_relation_its_atoms_and_facts(tmp_path):
     bad = _toy(tmp_path, "too_far", 'c1 stage::remove_column(B, 3) :- sys::relation{id: B, name: "b"}.\n')
     with pytest.raises(StageFailure, match="b has columns 0..2"):
         _after(bad, rows)
+    # Several columns of one relation in one stage: each position as the stage read it
+    # (the removals once ran in ascending order, so column 2 was out of range after 1 went).
+    two = _toy(tmp_path, "narrower", 'c1 stage::remove_column(B, C) :- sys::relation{id: B, name: "b"}, '
+                                     'sys::relation_column{relation: B, pos: C}, C > 0.\n')
+    printed = format_program(decode(_after(two, rows), "p"))
+    assert ".decl b(x: number)" in printed and "r1 a(X) :- b(X)." in printed and "b(4)." in printed
 
 
 def test_the_occurrence_view_lists_every_variable_occurrence():
