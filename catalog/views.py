@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from evita.bootstrap.syntax import Var
+from evita.bootstrap.syntax import Const, Var
 
 from . import schema
 from .decode import Terms
@@ -188,16 +188,27 @@ def numbered(term):
     names: dict = {}
 
     def walk(t):
-        if isinstance(t, Var):
+        cls = type(t)
+        if cls is Var:
             return Var(names.setdefault(t.name, f"${len(names)}"))
-        if isinstance(t, tuple):
+        if cls is tuple:
             return tuple(walk(x) for x in t)
-        if dataclasses.is_dataclass(t) and not isinstance(t, type):
-            return dataclasses.replace(t, **{f.name: walk(getattr(t, f.name))
-                                             for f in dataclasses.fields(t) if f.name != "span"})
-        return t
+        fields = _fields(cls)
+        return cls(*[walk(getattr(t, f)) for f in fields]) if fields else t
 
     return walk(term)
+
+
+_FIELDS: dict = {}  # syntax class -> its fields but the span (which printing never reads)
+
+
+def _fields(cls) -> tuple:
+    """The fields a copy is built from, in order: the span is each class's last field and
+    keeps its default; a constant or a leaf value is kept as it is."""
+    if cls not in _FIELDS:
+        names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) and cls is not Const else []
+        _FIELDS[cls] = tuple(names[:-1]) if names[-1:] == ["span"] else ()
+    return _FIELDS[cls]
 
 
 _COMPUTE = {"scc": scc_rows, "term_text": term_text_rows}
