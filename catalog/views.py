@@ -169,9 +169,9 @@ def term_text_rows(rows: CatalogRows) -> list:
     for p in terms.t["predicate"]:  # heads and query atoms too; `literals` has the body only
         atom = dataclasses.replace(terms.atom(p), named=False)  # positional, whatever was written
         out.append(_text_row(p["program"], p["id"], p["rule"], "atom", atom, format_atom))
-    for table, kind in (("selection", "selection"), ("assignment", "assignment")):
+    for table in ("selection", "assignment"):  # the kind is the table's name
         for r in terms.t[table]:
-            out.append(_text_row(r["program"], r["id"], r["rule"], kind, terms.term(table, r), format_literal))
+            out.append(_text_row(r["program"], r["id"], r["rule"], table, terms.term(table, r), format_literal))
     for n in terms.t["expression"]:
         out.append(_text_row(n["program"], n["id"], n["rule"], "expression", terms.expr(n["id"]), format_expr))
     return sorted(out)
