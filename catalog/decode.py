@@ -63,33 +63,101 @@ def decode(rows: CatalogRows, program_id: str) -> Program:
     return _Decoder(rows, program_id).program()
 
 
-class _Decoder:
+class Terms:
+    """Atoms, body terms and expression trees from their rows (`predicate`, `argument`,
+    `expression`, `selection`, `assignment`): what the decoder prints a rule from, and
+    what the view `sys::term_text` prints each term from (`catalog/views.py`), so the
+    catalog has one printer. `t` maps a table name to its rows as dicts; ids are global
+    (they start with the program id), so one `Terms` may hold several programs."""
+
+    def __init__(self, t: dict, path: str = "<catalog>"):
+        self.t = t
+        self.path = path
+        self.preds = {r["id"]: r for r in t["predicate"]}
+        self.args = _group(t["argument"], "predicate", "pos")
+        self.nodes = {r["id"]: r for r in t["expression"]}
+        self.children = _group(t["expression"], "parent", "seq")
+
+    def literals(self):
+        """(rule id, pos, term id, literal) of every body term: atoms (pos > 0),
+        selections and assignments."""
+        for r in self.t["predicate"]:
+            if r["pos"]:
+                yield r["rule"], r["pos"], r["id"], self.atom(r)
+        for table in ("selection", "assignment"):
+            for r in self.t[table]:
+                yield r["rule"], r["pos"], r["id"], self.term(table, r)
+
+    def term(self, table: str, r):
+        """The selection or assignment of row `r` of `table`."""
+        if table == "selection":
+            return Select(self.expr(r["expr"]), self.span(r))
+        return Assign(Var(r["var"]), self.expr(r["expr"]), self.span(r))
+
+    def span(self, row) -> Span:
+        if row.get("line") is None:
+            return NOWHERE
+        return Span(self.path, row["line"], row["col"] or 0)
+
+    def atom(self, p) -> Atom:
+        args = tuple(self.argument(a) for a in self.args[p["id"]])
+        return Atom(p["relation"], args, p["location"], bool(p["negated"]), bool(p["delta"]),
+                    bool(p["named"]), self.span(p))
+
+    def argument(self, a):
+        kind = a["kind"]
+        if kind == "var":
+            return Var(a["var"])
+        if kind == "wildcard":
+            return Wildcard()
+        if kind == "const":
+            return const(a["value"], a["type"])
+        if kind == "expr":
+            return self.expr(a["expr"])
+        if kind == "agg":
+            arg = Var(a["var"]) if a["var"] is not None else (
+                self.expr(a["expr"]) if a["expr"] is not None else None)
+            return Aggregate(a["agg"], arg)
+        raise ValueError(f"argument {a['predicate']}/{a['pos']} has unknown kind {kind!r}")
+
+    def expr(self, node_id: str):
+        n = self.nodes[node_id]
+        kind = n["kind"]
+        kids = [self.expr(c["id"]) for c in self.children[node_id]]
+        if kind == "var":
+            return Var(n["name"])
+        if kind == "wildcard":
+            return Wildcard()
+        if kind == "const":
+            return const(n["value"], n["type"])
+        if kind == "call":
+            return Call(n["name"], tuple(kids))
+        if kind == "op":
+            return UnOp(n["name"], kids[0]) if len(kids) == 1 else BinOp(n["name"], kids[0], kids[1])
+        if kind == "cond":
+            return Cond(*kids)
+        if kind == "list":
+            return ListExpr(tuple(kids))
+        raise ValueError(f"expression {node_id} has unknown kind {kind!r}")
+
+
+class _Decoder(Terms):
     def __init__(self, rows: CatalogRows, program_id: str):
         self.pid = program_id
         mine = rows.only(program_id)
-        self.t = {name: mine.dicts(name) for name in mine}
-        progs = self.t["program"]
+        t = {name: mine.dicts(name) for name in mine}
+        progs = t["program"]
         if not progs:
             raise LookupError(f"no program {program_id!r} in the catalog rows "
                               f"(programs: {', '.join(rows.programs()) or 'none'})")
         self.prog = progs[0]
-        self.path = self.prog["path"] or "<catalog>"
-        self.preds = {r["id"]: r for r in self.t["predicate"]}
-        self.args = _group(self.t["argument"], "predicate", "pos")
-        self.nodes = {r["id"]: r for r in self.t["expression"]}
-        self.children = _group(self.t["expression"], "parent", "seq")
+        super().__init__(t, self.prog["path"] or "<catalog>")
         self._groups: dict = {}  # (table, key, order) -> `_group` of it, made once
         self._primary = None
         self._choice = None
-        self.body = defaultdict(list)  # rule id -> [(pos, literal)]
-        for r in self.t["predicate"]:
-            if r["pos"]:
-                self.body[r["rule"]].append((r["pos"], r["id"], self.atom(r)))
-        for r in self.t["selection"]:
-            self.body[r["rule"]].append((r["pos"], r["id"], Select(self.expr(r["expr"]), self.span(r))))
-        for r in self.t["assignment"]:
-            self.body[r["rule"]].append(
-                (r["pos"], r["id"], Assign(Var(r["var"]), self.expr(r["expr"]), self.span(r))))
+        self.body = defaultdict(list)  # rule id -> [(pos, id, literal)]
+        for rule, pos, term, literal in self.literals():
+            self.body[rule].append((pos, term, literal))
 
     def grouped(self, table: str, key: str, order: str) -> dict:
         """`_group` of a table, made once per decoder: asked per relation or fact, it
@@ -98,11 +166,6 @@ class _Decoder:
         if k not in self._groups:
             self._groups[k] = _group(self.t[table], key, order)
         return self._groups[k]
-
-    def span(self, row) -> Span:
-        if row.get("line") is None:
-            return NOWHERE
-        return Span(self.path, row["line"], row["col"] or 0)
 
     def program(self) -> Program:
         stmts = []  # (pos, kind rank, id, statement)
@@ -165,47 +228,6 @@ class _Decoder:
         origin = r["origin"].split(":", 1)[-1] if r["origin"] else None
         return Rule(r["name"], self.atom(self.preds[head_id]), body, bool(r["is_delete"]), r["time"],
                     r["component"], self.span(r), origin)
-
-    def atom(self, p) -> Atom:
-        args = tuple(self.argument(a) for a in self.args[p["id"]])
-        return Atom(p["relation"], args, p["location"], bool(p["negated"]), bool(p["delta"]),
-                    bool(p["named"]), self.span(p))
-
-    def argument(self, a):
-        kind = a["kind"]
-        if kind == "var":
-            return Var(a["var"])
-        if kind == "wildcard":
-            return Wildcard()
-        if kind == "const":
-            return const(a["value"], a["type"])
-        if kind == "expr":
-            return self.expr(a["expr"])
-        if kind == "agg":
-            arg = Var(a["var"]) if a["var"] is not None else (
-                self.expr(a["expr"]) if a["expr"] is not None else None)
-            return Aggregate(a["agg"], arg)
-        raise ValueError(f"argument {a['predicate']}/{a['pos']} has unknown kind {kind!r}")
-
-    def expr(self, node_id: str):
-        n = self.nodes[node_id]
-        kind = n["kind"]
-        kids = [self.expr(c["id"]) for c in self.children[node_id]]
-        if kind == "var":
-            return Var(n["name"])
-        if kind == "wildcard":
-            return Wildcard()
-        if kind == "const":
-            return const(n["value"], n["type"])
-        if kind == "call":
-            return Call(n["name"], tuple(kids))
-        if kind == "op":
-            return UnOp(n["name"], kids[0]) if len(kids) == 1 else BinOp(n["name"], kids[0], kids[1])
-        if kind == "cond":
-            return Cond(*kids)
-        if kind == "list":
-            return ListExpr(tuple(kids))
-        raise ValueError(f"expression {node_id} has unknown kind {kind!r}")
 
     def fact(self, r) -> Fact:
         vals = self.grouped("fact_value", "fact", "pos")[r["id"]]

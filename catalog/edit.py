@@ -107,7 +107,9 @@ def apply(rows: CatalogRows, edits: Edits) -> CatalogRows:
     for table, updates in edits.updates.items():
         _update(new, table, updates)
     _close_gaps(new, closing)
-    for relation, pos in edits.column_removals:
+    # Positions are those of the catalog the stage read: a relation's highest goes first,
+    # so removing it leaves the lower ones where the stage saw them.
+    for relation, pos in sorted(edits.column_removals, key=lambda removal: (removal[0], -removal[1])):
         _remove_column(new, relation, pos)
     return new.sorted()
 

@@ -400,6 +400,23 @@ VIEWS = (
         ("depth", INT, "0 when the component reads no other component; else 1 + the greatest depth of the "
                        "components its rules read (the longest chain of components feeding it)"),
     ], ["program", "relation"], order=["program", "depth", "scc", "relation"]),
+    _t("term_text", "View (read-only, derived): the canonical text of every term (an atom: head, body or "
+       "query; a condition; an assignment) and of every expression node (the subtree under it), printed as "
+       "`evita print` prints it (`catalog/printer.py`, from the rows the decoder reads): a stage compares "
+       "atoms and expressions by comparing texts. Ids, positions and source lines never reach the text; "
+       "an atom written with named fields prints positionally. Computed from `predicate`, `argument`, "
+       "`selection`, `assignment` and `expression` for the catalog version a stage reads, never stored.", [
+        ("program", STRING, "program id"),
+        ("id", STRING, "the term's id (predicate.id, selection.id, assignment.id) or the expression node's "
+                       "(expression.id)"),
+        ("rule", STRING, "the rule owning it (a query's atom: the query's id)"),
+        ("kind", STRING, "atom, selection, assignment or expression"),
+        ("text", STRING, "the text, variables by name: `notin b(X, _)`, `X + 1 > Y`, `S := Y * 2`; equal "
+                         "texts in one rule are the same term (an atom's `notin`, `delta` and `@` included)"),
+        ("shape", STRING, "the text with the variables numbered in the order they first occur in it "
+                          "($0, $1, ...): `b($0, $0)` for b(X, X) and b(Y, Y), `b($0, $1)` for b(X, Y); equal "
+                          "shapes are the same term up to renaming its variables"),
+    ], ["program", "id"], order=["program", "rule", "id"]),
 )
 VIEW_NAMES = {t.name: t for t in VIEWS}
 

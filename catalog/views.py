@@ -23,10 +23,36 @@ one pass over the rules (Soufflé computes them once too: its SCCGraph analysis)
 ('p', 'e', 'e', False, 1, 0)
 ('p', 'seen', 'seen', False, 1, 0)
 ('p', 'tc', 'tc', True, 1, 1)
+
+`term_text`: the canonical text of every term and expression node, so a stage can ask
+"are these two atoms the same atom" by comparing texts instead of walking argument rows
+and expression trees pairwise. Printed by the printer `evita print` uses, from the rows
+the decoder reads (`decode.Terms`): one printer. `shape` numbers the variables by first
+occurrence, for "the same up to renaming":
+
+>>> from evita.bootstrap.parser import parse_program
+>>> from evita.catalog.encode import encode
+>>> rows = encode(parse_program('r1 a(X) :- b(X, Y), notin c(Y, _), Y > X + 1.', "t.olg", "t"))
+>>> for row in view_rows("term_text", rows): print(row)
+('t', 't:r1#0', 't:r1', 'atom', 'a(X)', 'a($0)')
+('t', 't:r1#1', 't:r1', 'atom', 'b(X, Y)', 'b($0, $1)')
+('t', 't:r1#2', 't:r1', 'atom', 'notin c(Y, _)', 'notin c($0, _)')
+('t', 't:r1#3', 't:r1', 'selection', 'Y > X + 1', '$0 > $1 + 1')
+('t', 't:r1#3.e', 't:r1', 'expression', 'Y > X + 1', '$0 > $1 + 1')
+('t', 't:r1#3.e.0', 't:r1', 'expression', 'Y', '$0')
+('t', 't:r1#3.e.1', 't:r1', 'expression', 'X + 1', '$0 + 1')
+('t', 't:r1#3.e.1.0', 't:r1', 'expression', 'X', '$0')
+('t', 't:r1#3.e.1.1', 't:r1', 'expression', '1', '1')
 """
 from __future__ import annotations
 
+import dataclasses
+
+from evita.bootstrap.syntax import Const, Var
+
 from . import schema
+from .decode import Terms
+from .printer import format_atom, format_expr, format_literal
 from .rows import CatalogRows
 
 # A @next or @async rule's head belongs to a later timestep: it closes no cycle of this
@@ -136,5 +162,55 @@ def _component_rows(program: str, members: list, reads: dict, depth_of: dict) ->
     return [(program, m, name, recursive, len(members), depth) for m in members]
 
 
-_COMPUTE = {"scc": scc_rows}
-SOURCES = {"scc": ("rule", "predicate", "relation")}  # the stored tables each view is derived from
+def term_text_rows(rows: CatalogRows) -> list:
+    """`sys::term_text`: (program, id, rule, kind, text, shape) per term and expression node."""
+    terms = Terms({t: rows.dicts(t) for t in SOURCES["term_text"]})
+    out = []
+    for p in terms.t["predicate"]:  # heads and query atoms too; `literals` has the body only
+        atom = dataclasses.replace(terms.atom(p), named=False)  # positional, whatever was written
+        out.append(_text_row(p["program"], p["id"], p["rule"], "atom", atom, format_atom))
+    for table in ("selection", "assignment"):  # the kind is the table's name
+        for r in terms.t[table]:
+            out.append(_text_row(r["program"], r["id"], r["rule"], table, terms.term(table, r), format_literal))
+    for n in terms.t["expression"]:
+        out.append(_text_row(n["program"], n["id"], n["rule"], "expression", terms.expr(n["id"]), format_expr))
+    return sorted(out)
+
+
+def _text_row(program: str, term_id: str, rule: str, kind: str, term, fmt) -> tuple:
+    return (program, term_id, rule, kind, fmt(term), fmt(numbered(term)))
+
+
+def numbered(term):
+    """`term` with its variables renamed $0, $1, ... in the order they are printed (the
+    syntax classes list their fields in that order: an atom's arguments left to right,
+    an operator's left side first, an assignment's variable before its expression)."""
+    names: dict = {}
+
+    def walk(t):
+        cls = type(t)
+        if cls is Var:
+            return Var(names.setdefault(t.name, f"${len(names)}"))
+        if cls is tuple:
+            return tuple(walk(x) for x in t)
+        fields = _fields(cls)
+        return cls(*[walk(getattr(t, f)) for f in fields]) if fields else t
+
+    return walk(term)
+
+
+_FIELDS: dict = {}  # syntax class -> its fields but the span (which printing never reads)
+
+
+def _fields(cls) -> tuple:
+    """The fields a copy is built from, in order: the span is each class's last field and
+    keeps its default; a constant or a leaf value is kept as it is."""
+    if cls not in _FIELDS:
+        names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) and cls is not Const else []
+        _FIELDS[cls] = tuple(names[:-1]) if names[-1:] == ["span"] else ()
+    return _FIELDS[cls]
+
+
+_COMPUTE = {"scc": scc_rows, "term_text": term_text_rows}
+SOURCES = {"scc": ("rule", "predicate", "relation"),  # the stored tables each view is derived from
+           "term_text": ("predicate", "argument", "selection", "assignment", "expression")}

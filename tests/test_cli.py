@@ -55,6 +55,9 @@ def test_load_then_inspect(spark, capsys):
     # a view (sys::scc), derived from the stored rule, predicate and relation rows
     code, out, _ = run(capsys, "catalog", "scc", "--program", "shortest_path")
     assert code == 0 and ["shortest_path", "path", "path", "True", "1", "1"] in table(out)
+    code, out, _ = run(capsys, "catalog", "term_text", "--program", "shortest_path")
+    assert code == 0 and ["shortest_path", "shortest_path:r1#1", "shortest_path:r1", "atom", "link(@X, Y, C)",
+                          "link(@$0, $1, $2)"] in table(out)
 
     code, out, _ = run(capsys, "sql", "SELECT count(*) AS n FROM evita.rule WHERE program = 'shortest_path'")
     assert code == 0 and table(out) == [["4"]]  # r1 .. r4

@@ -382,6 +382,12 @@ def test_remove_column_drops_it_from_the_relation_its_atoms_and_facts(tmp_path):
     bad = _toy(tmp_path, "too_far", 'c1 stage::remove_column(B, 3) :- sys::relation{id: B, name: "b"}.\n')
     with pytest.raises(StageFailure, match="b has columns 0..2"):
         _after(bad, rows)
+    # Several columns of one relation in one stage: each position as the stage read it
+    # (the removals once ran in ascending order, so column 2 was out of range after 1 went).
+    two = _toy(tmp_path, "narrower", 'c1 stage::remove_column(B, C) :- sys::relation{id: B, name: "b"}, '
+                                     'sys::relation_column{relation: B, pos: C}, C > 0.\n')
+    printed = format_program(decode(_after(two, rows), "p"))
+    assert ".decl b(x: number)" in printed and "r1 a(X) :- b(X)." in printed and "b(4)." in printed
 
 
 def test_the_occurrence_view_lists_every_variable_occurrence():
@@ -474,11 +480,61 @@ def test_a_stage_reads_the_scc_view_the_same_in_process_and_on_spark(spark, tmp_
     assert cached == ["scc.a", "scc.b"]
 
 
+# The view sys::term_text (catalog/views.py): r1 and r2 are one rule written two ways (named
+# fields, other variable names, another label), r3 holds the same atom twice and two that
+# differ by a variable.
+TEXT_PROGRAM = """
+.decl e(x: number, y: number)
+.decl p(x: number, y: number)
+.output p
+e(1, 2).
+r1 p(x, y) :- e(x, y), x + 1 < y * 2, z := x + 1.
+r2 p(a, b) :- e{x: a, y: b}, a + 1 < b * 2, c := a + 1.
+r3 p(x, y) :- e(x, y), !e(y, x), e(x, y), e(x, z), !e(y, x).
+"""
+
+
+def test_the_term_text_view_prints_every_term_and_expression_whatever_its_ids():
+    from evita.catalog import views
+
+    rows = encode(parse_program(TEXT_PROGRAM, "t.dl", "t"))
+    got = {r[1].split(":", 1)[1]: (r[3], r[4], r[5]) for r in views.view_rows("sys::term_text", rows)}
+    assert got["r1#1"] == ("atom", "e(x, y)", "e($0, $1)")
+    assert got["r2#1"] == ("atom", "e(a, b)", "e($0, $1)")  # written with named fields: printed positionally
+    assert got["r1#2"] == ("selection", "x + 1 < y * 2", "$0 + 1 < $1 * 2")
+    assert got["r1#3"] == ("assignment", "z := x + 1", "$0 := $1 + 1")
+    assert got["r1#0"] == ("atom", "p(x, y)", "p($0, $1)")
+    # the same structure: the same shape in both rules, the same text for the same names
+    assert all(got[f"r1#{i}"][2] == got[f"r2#{i}"][2] for i in range(4))
+    assert got["r1#2.e.0"] == ("expression", "x + 1", "$0 + 1") and got["r1#2.e.0"][1] == got["r1#3.e"][1]
+    # within one rule: the same atom is the same text; a variable or `notin` makes another atom
+    texts = [got[f"r3#{i}"][1] for i in range(1, 6)]
+    assert texts == ["e(x, y)", "notin e(y, x)", "e(x, y)", "e(x, z)", "notin e(y, x)"]
+    assert got["r3#4"][2] == got["r3#1"][2]  # e(x, z) is e(x, y) up to renaming
+    # ids never reach the text: after system_r moved terms, each keeps its text
+    reordered = {r[1]: r[4] for r in views.view_rows("term_text", _reordered())}
+    assert reordered["p:q1#3"] == "r2(B, C)" and reordered["p:q1#2"] == "r3(C, D)"
+
+
+def test_a_stage_reads_the_term_text_view_the_same_in_process_and_on_spark(spark, tmp_path):
+    stage = _toy(tmp_path, "twice", 'd1 stage::remove_term(A) :- sys::term_text{id: A, rule: R, kind: "atom", '
+                                    'text: X}, sys::predicate{id: A, pos: I},\n'
+                                    '   sys::term_text{id: B, rule: R, text: X}, sys::predicate{id: B, pos: J}, '
+                                    '0 < J, J < I.\n')
+    rows = encode(parse_program(TEXT_PROGRAM, "t.dl", "t"))
+    here = st.run_stage(spark, stage, rows, "t", evaluator="in-process")
+    there = st.run_stage(spark, stage, rows, "t", evaluator="engine")
+    assert here.actions == 0 and there.actions > 0
+    assert sorted(here.term_removals) == sorted(there.term_removals) == [("t:r3#3",), ("t:r3#5",)]
+    assert "r3 p(x, y) :- e(x, y), notin e(y, x), e(x, z)." in _rule_text(st.apply(rows, here), "t")
+
+
 def test_a_stage_cannot_write_a_view(tmp_path):
     from evita.bootstrap.diagnostics import EvitaError
 
-    (tmp_path / "bad.dl").write_text('stage("bad").\nb1 sys::scc{relation: "x", recursive: true} :- sys::rule{id: _}.\n')
-    with pytest.raises(EvitaError) as info:
-        st.stage_file(tmp_path / "bad.dl", str(tmp_path))
-    text = info.value.render()
-    assert "sys::scc is a view" in text and "bad.dl:2" in text
+    for view, fields in (("scc", 'relation: "x", recursive: true'), ("term_text", 'id: "x", text: "y"')):
+        (tmp_path / "bad.dl").write_text(f'stage("bad").\nb1 sys::{view}{{{fields}}} :- sys::rule{{id: _}}.\n')
+        with pytest.raises(EvitaError) as info:
+            st.stage_file(tmp_path / "bad.dl", str(tmp_path))
+        text = info.value.render()
+        assert f"sys::{view} is a view" in text and "bad.dl:2" in text
