@@ -284,7 +284,8 @@ class _RuleRecords(_Lowering):
                                                      f"the variable {lit.var.name}"))]
         if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "==":
             for pattern, other in ((lit.expr.right, lit.expr.left), (lit.expr.left, lit.expr.right)):
-                if isinstance(pattern, ListExpr) and isinstance(other, Var) and self.unbound_in(pattern):
+                if isinstance(pattern, ListExpr) and isinstance(other, Var) and \
+                        (self.unbound_in(pattern) or _has_wildcard(pattern)):
                     held = self.var_types.get(other.name)
                     if self.held(held) is not None:
                         return self.destructure(other, pattern, held, f"the variable {other.name}")
@@ -411,6 +412,11 @@ class _RuleRecords(_Lowering):
         at = term.span
         return Call("adt", (Const(adt.name, STRING, at), Const(term.branch, STRING, at), Const(letters, STRING, at),
                             *items), at)
+
+
+def _has_wildcard(t) -> bool:
+    """`_` somewhere in a pattern: it matches, it is never built."""
+    return isinstance(t, Wildcard) or isinstance(t, ListExpr) and any(_has_wildcard(i) for i in t.items)
 
 
 def _is_branch(t) -> bool:
