@@ -45,7 +45,7 @@ from dataclasses import replace
 from .. import records as R
 from ..diagnostics import Diagnostic
 from ..syntax import (
-    INT, RECORD, STRING, Assign, Atom, BinOp, Call, Const, Declaration, Fact, ListExpr, Rule, Select, TypeDecl,
+    INT, RECORD, STRING, Assign, Atom, BinOp, Call, Column, Const, Declaration, Fact, ListExpr, Rule, Select, TypeDecl,
     UnOp, Var, Wildcard, map_subterms, term_vars,
 )
 from ..types import TypeSystem, adt_branches, adt_kind, is_adt_kind, shown
@@ -89,6 +89,10 @@ def lower_records(statements: list, diagnostics: list) -> list:
     out = []
     for s in statements:
         if isinstance(s, Rule):
+            s, helpers = _negated_patterns(s, types, declared)
+            for decl, helper in helpers:
+                declared[decl.relation] = decl
+                out += [decl, _RuleRecords(helper, types, declared, diagnostics).lowered()]
             s = _RuleRecords(s, types, declared, diagnostics).lowered()
         elif isinstance(s, Fact) and _has_record_syntax(s.atom):
             s = _fact(s, types, declared, diagnostics)
@@ -412,6 +416,42 @@ class _RuleRecords(_Lowering):
         at = term.span
         return Call("adt", (Const(adt.name, STRING, at), Const(term.branch, STRING, at), Const(letters, STRING, at),
                             *items), at)
+
+
+def _negated_patterns(rule: Rule, types: TypeSystem, declared: dict):
+    """(rule, [(declaration, rule)]): a negated atom whose record or ADT pattern holds `_`
+    (`!p([x, _])`, `!p($B(_))`) says that no tuple of p matches the pattern; it becomes
+    `!H(x, ...)`, H a helper relation of the pattern's variables derived by `H(x, ...)
+    :- p([x, _])` (the positive pattern, lowered as any). Its variables are bound
+    elsewhere in the rule, as a negated atom's must be."""
+    body, helpers = [], []
+    for lit in rule.body:
+        d = declared.get(lit.relation) if isinstance(lit, Atom) else None
+        if not (isinstance(lit, Atom) and lit.negated and d is not None and len(d.columns) == lit.arity
+                and any(isinstance(a, ListExpr) and _has_wildcard(a) for a in lit.args)):
+            body.append(lit)
+            continue
+        typed: dict = {}
+        for a, column in zip(lit.args, d.columns):
+            _variable_types(a, column.type, types, typed)
+        name, span = f"{rule.name}_neg{len(helpers) + 1}", lit.span
+        args = tuple(Var(v, span) for v in typed)
+        helper = Rule(name, Atom(name, args, span=span), (replace(lit, negated=False),), span=span)
+        helpers.append((Declaration(name, tuple(Column(v, t) for v, t in typed.items()), None, "decl", span), helper))
+        body.append(replace(lit, relation=name, args=args))
+    return (replace(rule, body=tuple(body)) if helpers else rule), helpers
+
+
+def _variable_types(term, type_name, types: TypeSystem, typed: dict):
+    """Each variable of a pattern of `type_name` with the type of where it stands."""
+    if isinstance(term, Var) and not is_nil(term):
+        typed.setdefault(term.name, type_name or "any")
+    elif isinstance(term, ListExpr):
+        found = types.branch(term.branch) if term.branch is not None else None
+        rec = types.record(type_name) if type_name and term.branch is None else None
+        bases = found[2] if found is not None else rec.bases if rec is not None else ()
+        for item, base in zip(term.items, bases):
+            _variable_types(item, base, types, typed)
 
 
 def _has_wildcard(t) -> bool:
