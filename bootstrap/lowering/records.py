@@ -283,9 +283,11 @@ class _RuleRecords(_Lowering):
                                                            f"{lit.relation} (column {i + 1})")
                                             for i, a in enumerate(lit.args)))]
         if isinstance(lit, Assign):
+            expr = self.construct(lit.expr, self.var_types.get(lit.var.name), f"the variable {lit.var.name}")
+            if lit.var.name in self.bound:  # bound by a pattern before it (`x = [c, w], c = 1`): a comparison
+                return [Select(BinOp("==", lit.var, expr, lit.span), lit.span)]
             self.bound.add(lit.var.name)
-            return [replace(lit, expr=self.construct(lit.expr, self.var_types.get(lit.var.name),
-                                                     f"the variable {lit.var.name}"))]
+            return [replace(lit, expr=expr)]
         if isinstance(lit, Select) and isinstance(lit.expr, BinOp) and lit.expr.op == "==":
             for pattern, other in ((lit.expr.right, lit.expr.left), (lit.expr.left, lit.expr.right)):
                 if isinstance(pattern, ListExpr) and isinstance(other, Var) and \
