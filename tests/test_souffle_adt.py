@@ -5,6 +5,8 @@ Spark SQL give the same rows. The corpus (tests/souffle/adt/) runs programs thro
 `evita run`, inputs and outputs included."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import oracle
@@ -140,3 +142,11 @@ def test_a_bad_adt_value_in_an_input_file_is_positioned(tmp_path, capsys):
     assert main(["run", str(tmp_path / "p.dl"), "-F", str(tmp_path), "-D", str(tmp_path / "out")]) != 0
     err = capsys.readouterr().err
     assert "e.facts:3:6: error[input-type]" in err and "a whole number expected at character 6" in err
+
+
+def test_a_components_adt_is_qualified_by_its_instance():
+    text = (Path(__file__).parent / "souffle" / "adt" / "component_branches" / "prog.dl").read_text()
+    program = parse_program(text, "c.dl")
+    got = oracle.evaluate(check_program(program))
+    assert got["has"] == {("x",)} and got["both"] == {(2,)}  # two instances, one branch name each
+    assert round_trips(program)  # `.type c.T = c.B {...}` and `$c.B(...)` print and parse back
