@@ -91,6 +91,13 @@ _ALL = [
             "field (n number, f float, s symbol, r record). Written by the lowering of `[A, B]`"),
     Builtin("record_field", 3, 3, "record_field(R, I, KIND): field I (0-based) of the record R, a value of KIND "
             "(number, unsigned, float, symbol, record T). Written by the lowering of a record pattern"),
+    # Soufflé's ADTs, as their canonical text {"B":[...]} (bootstrap/records.py); written by the lowering too
+    Builtin("adt", 3, None, "adt(T, B, K, A, ...): the value $B(A, ...) of ADT type T; K as record's. Written by "
+            "the lowering of `$B(A, ...)`"),
+    Builtin("adt_branch", 1, 1, "adt_branch(V): the branch of the ADT value V. Written by the lowering of an ADT "
+            "pattern"),
+    Builtin("adt_field", 4, 4, "adt_field(V, B, I, KIND): field I (0-based) of the ADT value V of branch B, a value "
+            "of KIND. Written by the lowering of an ADT pattern"),
     # identity, hashing, time
     Builtin("id", 1, None, "id(A, B, ...): a deterministic Skolem id built from the arguments"),
     Builtin("hash", 1, None, "hash(A, ...): a 64-bit hash of the arguments"),

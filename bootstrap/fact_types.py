@@ -35,7 +35,7 @@ def check_fact_types(program: Program) -> Iterator[Diagnostic]:
         for i, (a, col) in enumerate(zip(f.atom.args, decl.columns)):
             primitive = types.primitive(col.type)
             accepts = ACCEPTS.get(primitive)
-            if types.record(col.type) is not None:  # records: the lowering checked them (lowering/records.py)
+            if types.held_as_text(col.type) is not None:  # records, ADTs: the lowering checked them (lowering/records.py)
                 accepts = ("record",)
             if not isinstance(a, Const) or accepts is None:
                 continue

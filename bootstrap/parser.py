@@ -305,6 +305,9 @@ class _Builder(Transformer):
     def list_expr(self, meta, ch):
         return ListExpr(tuple(self._term(c) for c in ch), self._span(meta))
 
+    def branch_expr(self, meta, ch):  # Soufflé's ADT constructor: $Add(l, r), $Nil(), $Nil
+        return ListExpr(tuple(self._term(c) for c in ch[1:]), self._span(meta), branch=ch[0].value[1:])
+
     def qname(self, meta, ch):
         return "::".join(t.value for t in ch if t.type in ("NAME", "DOTTED"))
 
@@ -625,6 +628,16 @@ class _Builder(Transformer):
         fields = [c for c in ch if isinstance(c, Column)]
         return TypeDecl(ch[1].value, "record", tuple(c.type for c in fields), self._span(meta),
                         tuple(c.name for c in fields))
+
+    def adt_branch(self, meta, ch):
+        return ch[0].value, tuple(c for c in ch if isinstance(c, Column)), self._span(meta)
+
+    def type_adt(self, meta, ch):  # .type E = Num {n: number} | Nil {}: bootstrap/types.py, adt_branches
+        fields, bases = [], []
+        for name, columns, _ in (c for c in ch if isinstance(c, tuple)):
+            fields += ["$" + name] + [c.name for c in columns]
+            bases += [""] + [c.type for c in columns]
+        return TypeDecl(ch[1].value, "adt", tuple(bases), self._span(meta), tuple(fields))
 
     def type_old(self, meta, ch):  # .number_type N / .symbol_type S
         base = "number" if ch[0].value == ".number_type" else "symbol"

@@ -194,7 +194,7 @@ class _Planner:
             cols = tuple(c.name for c in d.columns) if d else tuple(f"c{i}" for i in range(n))
             # The runtime stores primitives: a column of a `.type` holds its primitive's values.
             types = tuple(type_system.primitive(c.type) for c in d.columns) if d else ("any",) * n
-            records = tuple(getattr(type_system.record(c.type), "name", None) for c in d.columns) if d else ()
+            records = tuple(getattr(type_system.held_as_text(c.type), "name", None) for c in d.columns) if d else ()
             records = records if any(records) else ()
             k = keys.get(name, d.keys if d else None)
             if k is not None and (len(k) == 0 or set(k) == set(range(n))):

@@ -21,6 +21,14 @@ reads a field with `get_json_object(R, '$[i]')`, pandas and the oracle with `jso
 Input and output use Soufflé's text form instead: `[1, a, [2, nil]]` (symbols unquoted
 on output; on input a symbol may be quoted, `"a, b"`, or plain up to the next `,` or `]`).
 
+An ADT value (`.type E = Num {n: number} | Add {l: E, r: E} | Nil {}`) is held the same
+way, as a JSON object with one key, its branch, whose value is the array of its fields:
+`$Add($Num(1), $Nil)` is `{"Add":[{"Num":[1]},{"Nil":[]}]}`. An object never is a record
+(an array or null), so the text says what it is without its type: Soufflé's text form
+and a program's constant are written from it alone. The backends build one with
+`adt(T, B, K, a1, ...)`, test its branch with `adt_branch(V)` (the key) and take a
+field with `adt_field(V, B, i, KIND)` (in Spark SQL `get_json_object(V, '$['B'][i]')`).
+
 >>> text = record_text("nsr", [1, 'say "hi"', "null"])
 >>> text
 '[1,"say \\\\"hi\\\\"",null]'
@@ -30,6 +38,11 @@ on output; on input a symbol may be quoted, `"a, b"`, or plain up to the next `,
 '[1, a b, [2, nil]]'
 >>> parse_souffle('[1, "x,y", [2, nil]]', "P", {"P": ("number", "symbol", "L"), "L": ("number", "L")})
 '[1,"x,y",[2,null]]'
+>>> e = adt_text("Add", "rr", ['{"Num":[1]}', '{"Nil":[]}'])
+>>> e, adt_branch(e), adt_field(e, "Add", 0, "adt E"), souffle_text(e)
+('{"Add":[{"Num":[1]},{"Nil":[]}]}', 'Add', '{"Num":[1]}', '$Add($Num(1), $Nil)')
+>>> parse_souffle('$Add($Num(1), $Nil)', "E", {"E": (("Num", ("number",)), ("Add", ("E", "E")), ("Nil", ()))})
+'{"Add":[{"Num":[1]},{"Nil":[]}]}'
 """
 from __future__ import annotations
 
@@ -105,9 +118,12 @@ def record_text(kinds: str, items) -> Optional[str]:
 
 
 def canonical(value) -> str:
-    """The canonical text of a parsed JSON value (a list, None, a number, a string)."""
+    """The canonical text of a parsed JSON value (a list, an ADT's object, None, a
+    number, a string)."""
     if value is None:
         return NIL
+    if isinstance(value, dict):
+        return "{" + ",".join(quote(k) + ":" + canonical(v) for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(canonical(v) for v in value) + "]"
     if isinstance(value, str):
@@ -128,7 +144,7 @@ def record_field(text, i: int, kind: str):
         value = json.loads(text)[i]
     except (ValueError, IndexError, TypeError):
         return None
-    if kind.startswith("record"):
+    if is_text_kind(kind):
         return canonical(value)
     if value is None:
         return None
@@ -137,6 +153,38 @@ def record_field(text, i: int, kind: str):
     if kind == "float":
         return float(value)
     return int(value)
+
+
+def adt_text(branch: str, kinds: str, items) -> Optional[str]:
+    """The canonical text of the ADT value of `branch` whose fields hold `items` (as
+    record_text's); None when a field is None."""
+    fields = record_text(kinds, items)
+    return None if fields is None else "{" + quote(branch) + ":" + fields + "}"
+
+
+def adt_branch(text) -> Optional[str]:
+    """The branch of the ADT value `text`: its one key (a branch name needs no escape)."""
+    if text is None or not text.startswith('{"'):
+        return None
+    end = text.find('"', 2)
+    return text[2:end] if end > 0 else None
+
+
+def adt_field(text, branch: str, i: int, kind: str):
+    """Field `i` (0-based) of the ADT value `text` as a value of `kind`, when it is of
+    `branch`; else None (the lowering tests the branch first)."""
+    if adt_branch(text) != branch:
+        return None
+    try:
+        fields = json.loads(text)[branch]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return record_field(canonical(fields), i, kind)
+
+
+def is_text_kind(kind: str) -> bool:
+    """A field kind held as canonical text: a record's (`record T`) or an ADT's (`adt T`)."""
+    return kind.startswith(("record", "adt"))
 
 
 def souffle_text(text) -> Optional[str]:
@@ -153,6 +201,9 @@ def souffle_text(text) -> Optional[str]:
 def _shown(value) -> str:
     if value is None:
         return "nil"
+    if isinstance(value, dict):  # an ADT value: $B, or $B(a, b) (Soufflé's WriteStream)
+        (branch, fields), = value.items()
+        return f"${branch}" + (f"({', '.join(_shown(v) for v in fields)})" if fields else "")
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     if isinstance(value, float):
@@ -168,6 +219,9 @@ def surface(text: str) -> str:
     def shown(v):
         if v is None:
             return "nil"
+        if isinstance(v, dict):
+            (branch, fields), = v.items()
+            return f"${branch}(" + ", ".join(shown(x) for x in fields) + ")"
         if isinstance(v, list):
             return "[" + ", ".join(shown(x) for x in v) + "]"
         if isinstance(v, str):
@@ -190,15 +244,21 @@ class RecordSyntaxError(ValueError):
 
 
 def parse_souffle(text: str, type_name: str, table: dict) -> str:
-    """Soufflé's text of a record of type `type_name` (`[1, a, [2, nil]]`) as canonical
-    text. `table`: record type -> its fields' kinds (number, unsigned, float, symbol, or
-    another record type's name). Raises RecordSyntaxError."""
+    """Soufflé's text of a record of type `type_name` (`[1, a, [2, nil]]`), or of an ADT
+    value (`$Add($Num(1), $Nil)`), as canonical text. `table`: record type -> its fields'
+    kinds (number, unsigned, float, symbol, or another record or ADT type's name); ADT
+    type -> its branches, (name, kinds) pairs. Raises RecordSyntaxError."""
     reader = _Reader(text, table)
-    out = reader.record(type_name)
+    out = reader.value(type_name)
     reader.blanks()
     if reader.pos != len(text):
         raise RecordSyntaxError("the end of the record", reader.pos)
     return out
+
+
+def is_adt_entry(entry: tuple) -> bool:
+    """A table entry of parse_souffle is an ADT's: (branch, kinds) pairs, not kinds."""
+    return bool(entry) and isinstance(entry[0], tuple)
 
 
 class _Reader:
@@ -215,6 +275,35 @@ class _Reader:
             raise RecordSyntaxError(f"'{ch}'", self.pos)
         self.pos += 1
 
+    def value(self, type_name: str) -> str:
+        """A record or an ADT value of `type_name`."""
+        return self.adt(type_name) if is_adt_entry(self.table[type_name]) else self.record(type_name)
+
+    def adt(self, type_name: str) -> str:
+        """`$B(a, b)`, or `$B` for a branch without fields (`$B()` is read too)."""
+        branches = dict(self.table[type_name])
+        self.expect("$")
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] in "_?."):
+            self.pos += 1
+        name = self.text[start:self.pos]
+        if name not in branches:
+            raise RecordSyntaxError("a branch of " + type_name + " (" + ", ".join("$" + b for b in branches) + ")",
+                                    start)
+        kinds = branches[name]
+        self.blanks()
+        if not kinds and not self.text.startswith("(", self.pos):
+            return adt_text(name, "", [])
+        self.expect("(")
+        parts = []
+        for i, kind in enumerate(kinds):
+            if i:
+                self.expect(",")
+            self.blanks()
+            parts.append(self.field(kind, ",)"))
+        self.expect(")")
+        return "{" + quote(name) + ":[" + ",".join(parts) + "]}"
+
     def record(self, type_name: str) -> str:
         self.blanks()
         if self.text.startswith("nil", self.pos):
@@ -227,17 +316,18 @@ class _Reader:
             if i:
                 self.expect(",")
             self.blanks()
-            parts.append(self.field(kind))
+            parts.append(self.field(kind, ",]"))
         self.expect("]")
         return "[" + ",".join(parts) + "]"
 
-    def field(self, kind: str) -> str:
+    def field(self, kind: str, stops: str) -> str:
+        """A field of `kind`; a plain symbol or number ends at one of `stops`."""
         if kind in self.table:
-            return self.record(kind)
+            return self.value(kind)
         if kind == "symbol":
-            return quote(self.symbol())
+            return quote(self.symbol(stops))
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in ",]" and not self.text[self.pos].isspace():
+        while self.pos < len(self.text) and self.text[self.pos] not in stops and not self.text[self.pos].isspace():
             self.pos += 1
         word = self.text[start:self.pos]
         try:
@@ -248,7 +338,7 @@ class _Reader:
         except ValueError:
             raise RecordSyntaxError("a float" if kind == "float" else "a whole number", start) from None
 
-    def symbol(self) -> str:
+    def symbol(self, stops: str) -> str:
         if self.text.startswith('"', self.pos):  # quoted, backslash escapes what follows it
             out, i = [], self.pos + 1
             while i < len(self.text) and self.text[i] != '"':
@@ -261,8 +351,8 @@ class _Reader:
             self.pos = i + 1
             return "".join(out)
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in ",]":
+        while self.pos < len(self.text) and self.text[self.pos] not in stops:
             self.pos += 1
         if self.pos >= len(self.text):
-            raise RecordSyntaxError("',' or ']' after the symbol", start)
+            raise RecordSyntaxError(" or ".join(f"'{c}'" for c in stops) + " after the symbol", start)
         return self.text[start:self.pos]

@@ -98,9 +98,12 @@ class Cond:
 
 @dataclass(frozen=True)
 class ListExpr:
-    """`[A, B, C]`: a list literal (a Spark array at run time)."""
+    """`[A, B, C]`: a list literal (a Spark array at run time), or in Soufflé a record;
+    with `branch`, Soufflé's ADT constructor `$B(A, B)` (`$B` without fields), which
+    bootstrap/lowering/records.py lowers as it lowers records."""
     items: tuple
     span: Span = _span()
+    branch: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,11 @@ DECL_QUALIFIERS = ("brie", "btree", "btree_delete", "eqrel", "inline", "no_inlin
 class TypeDecl:
     """Soufflé `.type NAME <: BASE` (kind "subtype"), `.type NAME = BASE` ("equivalence")
     or `.type NAME = A | B | ...` ("union"), or the record type `.type NAME = [x: A, y: B]`
-    ("record"). `bases` holds the named types in order; `fields` a record's field names."""
+    ("record"), or the algebraic data type `.type NAME = A {x: T} | B {}` ("adt"). `bases`
+    holds the named types in order; `fields` a record's field names. An ADT's branches
+    are flattened into both: each branch is a marker (field `$A`, base "") followed by
+    its fields (`adt_branches` in bootstrap/types.py reads them back), so the catalog's
+    type_base rows hold an ADT as they hold a record."""
     name: str
     kind: str
     bases: tuple

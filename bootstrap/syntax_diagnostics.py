@@ -39,12 +39,12 @@ def recovery_region(text: str, offset: int):
 
 def _unsupported_region(text: str, offset: int):
     """(start, end) of a construct reported as not supported yet (`.functor` and other
-    directives, a record or ADT type), so that its braces do not cause a cascade of
+    directives, a record type), so that its brackets do not cause a cascade of
     errors; else None."""
     rest = text[offset:]
     if rest.startswith(".functor"):
         return offset, offset + len(rest.split("\n", 1)[0])
-    if rest[:1] in "[{" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
+    if rest[:1] == "[" and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$", text[:offset].rsplit("\n", 1)[-1]):
         return text.rfind(".type", 0, offset), _past_groups(text, offset)
     return None
 
@@ -220,9 +220,9 @@ def _source_trouble(text: str, offset: int, path: str, line: int, col: int) -> O
             else f"unknown directive {word}"
         return Diagnostic("syntax", what, Span(path, line, col, line, col + len(word)),
                           word, "supported directives: " + ", ".join(_DIRECTIVES))
-    if rest.startswith(("[", "{")) and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
-                                                 text[:offset].rsplit("\n", 1)[-1]):
-        what = "record types" if rest[0] == "[" else "algebraic data types"
+    if rest.startswith("[") and re.search(r"\.type[ \t]+\w+[ \t]*=[ \t]*(\w+[ \t]*)?$",
+                                         text[:offset].rsplit("\n", 1)[-1]):
+        what = "record types"
         return Diagnostic("syntax", f"{what} are not supported yet", span, rest[0],
                           "declare the columns with primitive types or .type NAME <: number/symbol")
     if rest.startswith("<=") and re.search(r"(?:^|[.}])\s*(?:\w+\s+)?[\w.:]+\s*\([^.]*\)\s*$", text[:offset]):

@@ -57,6 +57,17 @@ class TypeSystem:
                                                 d.name, "give each type one declaration and its own name"))
                 continue
             self.decls[d.name] = d
+        self.branches: dict = {}  # ADT branch name -> (its ADT's declaration, field names, field types)
+        for d in self.decls.values():
+            for name, fields, bases in adt_branches(d):
+                if name in self.branches:  # Soufflé: a branch name belongs to one ADT
+                    first = self.branches[name][0]
+                    self.problems.append(Diagnostic(
+                        "duplicate-declaration", f"branch {name} of {d.name} is already a branch of {first.name} "
+                        f"(declared at {first.span})", d.span, name,
+                        "give each branch its own name (Soufflé's rule), or declare the type in a component"))
+                    continue
+                self.branches[name] = (d, fields, bases)
         self._kinds: dict = {}
         for d in self.decls.values():
             self._check_declaration(d)
@@ -94,13 +105,42 @@ class TypeSystem:
             name = d.bases[0]
         return None
 
+    def adt(self, name: str) -> Optional[TypeDecl]:
+        """The ADT declaration a type stands for (through `.type A = E`), or None."""
+        seen = set()
+        while name in self.decls and name not in seen:
+            seen.add(name)
+            d = self.decls[name]
+            if d.kind == "adt":
+                return d
+            if d.kind != "equivalence":
+                return None
+            name = d.bases[0]
+        return None
+
+    def held_as_text(self, name: str) -> Optional[TypeDecl]:
+        """The record or ADT declaration a type stands for: its values are canonical
+        texts (bootstrap/records.py); else None."""
+        return self.record(name) or self.adt(name)
+
+    def branch(self, name: str):
+        """(ADT declaration, field names, field types) of the ADT branch `name`, or None."""
+        return self.branches.get(name)
+
     def record_table(self) -> dict:
-        """record type -> the kinds of its fields (a field of a record type: that type's
-        record name), what reading Soufflé's text form of a record needs."""
+        """record type -> the kinds of its fields (a field of a record or ADT type: that
+        type's name), ADT type -> its branches' (name, kinds) pairs: what reading
+        Soufflé's text form of a record or an ADT value needs (records.parse_souffle)."""
+        def kind(base):
+            held = self.held_as_text(base)
+            return held.name if held else self.primitive(base)
+
         out = {}
         for d in self.decls.values():
             if d.kind == "record":
-                out[d.name] = tuple(self.record(b).name if self.record(b) else self.primitive(b) for b in d.bases)
+                out[d.name] = tuple(kind(b) for b in d.bases)
+            elif d.kind == "adt":
+                out[d.name] = tuple((name, tuple(kind(b) for b in bases)) for name, _, bases in adt_branches(d))
         return out
 
     def _kind(self, name: str, seen: tuple) -> Optional[str]:
@@ -110,6 +150,8 @@ class TypeSystem:
             return None
         if self.decls[name].kind == "record":
             return record_kind(name)
+        if self.decls[name].kind == "adt":
+            return adt_kind(name)
         if name not in self._kinds:
             kinds = {self._kind(b, seen + (name,)) for b in self.decls[name].bases}
             self._kinds[name] = kinds.pop() if len(kinds) == 1 else None
@@ -123,7 +165,7 @@ class TypeSystem:
             t = todo.pop()
             for d in self.decls.values():
                 if d.name == t:
-                    ups = d.bases if d.kind != "union" else ()
+                    ups = d.bases if d.kind in ("subtype", "equivalence") else ()
                 elif t in d.bases and d.kind in ("union", "equivalence"):
                     ups = (d.name,)
                 else:
@@ -145,7 +187,7 @@ class TypeSystem:
 
     def _check_declaration(self, d: TypeDecl):
         for base in d.bases:
-            if not self.known(base):
+            if base and not self.known(base):  # "": an ADT's branch marker (syntax.TypeDecl)
                 self.problems.append(unknown_type(base, d.span, list(self.decls)))
         if d.name in PRIMITIVE_TYPES:
             return
@@ -154,6 +196,14 @@ class TypeSystem:
                 twice = next(f for f in d.fields if d.fields.count(f) > 1)
                 self.problems.append(Diagnostic("duplicate-declaration", f"record type {d.name} names the field "
                                                 f"{twice} twice", d.span, twice, "give each field its own name"))
+            return
+        if d.kind == "adt":  # an ADT may hold itself too (`.type E = Num {n: number} | Add {l: E, r: E}`)
+            for name, fields, _ in adt_branches(d):
+                twice = next((f for f in fields if fields.count(f) > 1), None)
+                if twice is not None:
+                    self.problems.append(Diagnostic("duplicate-declaration", f"branch {name} of {d.name} names the "
+                                                    f"field {twice} twice", d.span, twice,
+                                                    "give each field its own name"))
             return
         if self._cycle(d.name):
             self.problems.append(Diagnostic("type-cycle", f"type {d.name} is defined in terms of itself", d.span,
@@ -171,7 +221,7 @@ class TypeSystem:
             t = todo.pop()
             if t == name:
                 return True
-            if t in self.decls and t not in seen and self.decls[t].kind != "record":
+            if t in self.decls and t not in seen and self.decls[t].kind not in ("record", "adt"):
                 seen.add(t)
                 todo.extend(self.decls[t].bases)
         return False
@@ -183,12 +233,39 @@ def record_kind(name: str) -> str:
     return "record " + name
 
 
+def adt_kind(name: str) -> str:
+    """The kind of the values of ADT type `name` (held as text, as records are)."""
+    return "adt " + name
+
+
 def is_record_kind(kind) -> bool:
-    return isinstance(kind, str) and kind.startswith("record ")
+    """A kind whose values are canonical texts: a record's or an ADT's."""
+    return isinstance(kind, str) and kind.startswith(("record ", "adt "))
+
+
+def is_adt_kind(kind) -> bool:
+    return isinstance(kind, str) and kind.startswith("adt ")
+
+
+def adt_branches(d: TypeDecl) -> tuple:
+    """An ADT declaration's branches, (name, field names, field types) each, from the
+    flattened form syntax.TypeDecl holds; () for another declaration."""
+    if d.kind != "adt":
+        return ()
+    out = []
+    for field, base in zip(d.fields, d.bases):
+        if field.startswith("$"):
+            out.append((field[1:], [], []))
+        else:
+            out[-1][1].append(field)
+            out[-1][2].append(base)
+    return tuple((name, tuple(fields), tuple(bases)) for name, fields, bases in out)
 
 
 def shown(kind: str) -> str:
-    """A kind in words: "a number", "a record of type P"."""
+    """A kind in words: "a number", "a record of type P", "a value of ADT type E"."""
+    if is_adt_kind(kind):
+        return f"a value of ADT type {kind.split(' ', 1)[1]}"
     if is_record_kind(kind):
         return f"a record of type {kind.split(' ', 1)[1]}"
     return _SHOWN.get(kind, kind)
@@ -257,17 +334,25 @@ class _RuleTypes:
         variable is checked here, once its kind is known; a constant was checked there."""
         for s in subterms(t):
             self.record_fields(s)
+        if isinstance(t, Call) and t.func == "adt" and len(t.args) >= 3 and isinstance(t.args[1], Const):
+            branch = self.types.branch(str(t.args[1].value))
+            if branch is not None:
+                self.fields_hold(t.args[3:], branch[1], branch[2], f"field {{}} of branch ${t.args[1].value}")
+            return
         if not (isinstance(t, Call) and t.func == "record" and len(t.args) >= 2 and isinstance(t.args[0], Const)):
             return
         record = self.types.record(str(t.args[0].value))
         if record is None:
             return
-        for arg, name, base in zip(t.args[2:], record.fields, record.bases):
-            inner = self.types.record(base)
-            kind = record_kind(inner.name) if inner is not None else self.types.kind(base)
+        self.fields_hold(t.args[2:], record.fields, record.bases, f"field {{}} of record type {record.name}")
+
+    def fields_hold(self, args, names, bases, where: str):
+        """Each variable among `args` holds its field's kind (`where` names field {})."""
+        for arg, name, base in zip(args, names, bases):
+            kind = self.types.kind(base)
             got = self.expr_kind(arg)
             if isinstance(arg, Var) and got is not None and kind is not None and not _fits(got, kind, arg):
-                self.mismatch(arg, f"{arg.name} is {shown(got)}, but field {name} of record type {record.name} "
+                self.mismatch(arg, f"{arg.name} is {shown(got)}, but {where.format(name)} "
                               f"holds {shown(kind)}", f"write {shown(kind)} there, or declare the field as "
                               f"{shown(got)}")
 
@@ -336,6 +421,11 @@ class _RuleTypes:
     def condition(self, expr):
         if isinstance(expr, BinOp) and expr.op in COMPARISONS:
             left, right = self.expr_kind(expr.left), self.expr_kind(expr.right)
+            if expr.op not in ("==", "!=") and (is_adt_kind(left) or is_adt_kind(right)):
+                self.mismatch(expr, f"the condition orders {shown(left if is_adt_kind(left) else right)} with "
+                              f"{expr.op}, which is not supported yet", "ADT values compare with = and != only "
+                              "(Soufflé's order of ADT values is its internal one, which it does not document)")
+                return
             if expr.op not in ("==", "!=") and (is_record_kind(left) or is_record_kind(right)):
                 self.mismatch(expr, f"the condition orders {shown(left if is_record_kind(left) else right)} "
                               f"with {expr.op}", "records compare only with = and != (Soufflé's rule)")
@@ -358,6 +448,10 @@ class _RuleTypes:
             return record_kind(str(t.args[0].value))  # written by bootstrap/lowering/records.py
         if isinstance(t, Call) and t.func == "record_field" and len(t.args) == 3 and isinstance(t.args[2], Const):
             return str(t.args[2].value)
+        if isinstance(t, Call) and t.func == "adt" and t.args and isinstance(t.args[0], Const):
+            return adt_kind(str(t.args[0].value))  # written by bootstrap/lowering/records.py
+        if isinstance(t, Call) and t.func == "adt_field" and len(t.args) == 4 and isinstance(t.args[3], Const):
+            return str(t.args[3].value)
         if isinstance(t, Call):
             return _CALL_KINDS.get(t.func[2:] if t.func.startswith("f_") else t.func)
         if isinstance(t, UnOp) and t.op == "-":
@@ -408,7 +502,7 @@ class _RuleTypes:
 # Functors whose result has one kind whatever their arguments.
 _CALL_KINDS = {"cat": "symbol", "substr": "symbol", "to_string": "symbol", "lower": "symbol", "upper": "symbol",
                "strlen": "number", "ord": "number", "to_number": "number", "to_float": "float",
-               "to_unsigned": "unsigned", "tick": "number"}
+               "to_unsigned": "unsigned", "tick": "number", "adt_branch": "symbol"}
 
 
 def _fits(got: str, kind: str, term) -> bool:

@@ -186,7 +186,7 @@ class _Decoder(Terms):
         bases = _group(self.t["type_base"], "type", "seq")
         for r in self.t["type_decl"]:
             own = bases[r["name"]]
-            fields = tuple(b.get("field") or "" for b in own) if r["kind"] == "record" else ()
+            fields = tuple(b.get("field") or "" for b in own) if r["kind"] in ("record", "adt") else ()
             stmts.append((r["pos"], 7, r["name"], TypeDecl(r["name"], r["kind"], tuple(b["base"] for b in own),
                                                            self.span(r), fields)))
         for key, plan in self.plans():

@@ -112,6 +112,8 @@ def format_expr(t) -> str:
         return format_const(t)
     if isinstance(t, Call):
         return f"{t.func}({', '.join(format_expr(a) for a in t.args)})"
+    if isinstance(t, ListExpr) and t.branch is not None:  # Soufflé's ADT constructor
+        return f"${t.branch}({', '.join(format_expr(a) for a in t.items)})"
     if isinstance(t, ListExpr):
         return f"[{', '.join(format_expr(a) for a in t.items)}]"
     if isinstance(t, UnOp) and t.op.isalnum():  # the planner's wrap32 (bootstrap/lowering/width.py)
@@ -215,6 +217,12 @@ def format_statement(s, declared: dict | None = None, indent: str = "") -> str:
         return f"{indent}.decl {s.relation}({cols})" + "".join(" " + q for q in s.qualifiers) + _choice_text(s)
     if isinstance(s, TypeDecl) and s.kind == "record":
         return f"{indent}.type {s.name} = [{', '.join(f'{n}: {t}' for n, t in zip(s.fields, s.bases))}]"
+    if isinstance(s, TypeDecl) and s.kind == "adt":
+        from ..bootstrap.types import adt_branches
+
+        branches = " | ".join(f"{name} {{{', '.join(f'{n}: {t}' for n, t in zip(fields, bases))}}}"
+                              for name, fields, bases in adt_branches(s))
+        return f"{indent}.type {s.name} = {branches}"
     if isinstance(s, TypeDecl):
         return f"{indent}.type {s.name} {'<:' if s.kind == 'subtype' else '='} {' | '.join(s.bases)}"
     if isinstance(s, IODirective):

@@ -158,7 +158,7 @@ TABLES = (
         ("program", STRING, "program id"),
         ("name", STRING, "type name"),
         ("kind", STRING, "'subtype' (`.type A <: B`), 'equivalence' (`.type A = B`), 'union' "
-                         "(`.type A = B | C`) or 'record' (`.type P = [x: A, y: B]`)"),
+                         "(`.type A = B | C`), 'record' (`.type P = [x: A, y: B]`) or 'adt' (`.type E = A {x: T} | B {}`)"),
         ("pos", INT, "statement ordinal in the program"),
         _LINE, _COL,
     ], ["program", "name"], order=["program", "pos"]),
@@ -167,7 +167,8 @@ TABLES = (
         ("type", STRING, "the declared type's name"),
         ("seq", INT, "0-based position on the right of the declaration"),
         ("base", STRING, "a primitive type (number, unsigned, float, symbol) or another declared type"),
-        ("field", STRING, "a record type's field name at this position ('' for other types)"),
+        ("field", STRING, "a record type's field name at this position ('' for other types); an ADT's "
+                          "branch `B` is a row with field '$B' and base '', its fields' rows follow it"),
     ], ["program", "type", "seq"]),
     _t("index", "Indexes of a relation; the primary key is the index of kind 'primary'.", [
         ("program", STRING, "program id"),

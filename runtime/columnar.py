@@ -73,7 +73,8 @@ def arrow_type(spark_type: str, held: bool = False):
 _OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
-               "exp", "hash", "upper", "lower", "record", "record_field")
+               "exp", "hash", "upper", "lower", "record", "record_field",
+               "adt", "adt_branch", "adt_field")
 _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
 _LIST_CALLS = ("cons", "append", "concat", "contains", "size", "list")
 _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean", "mean": "mean",
@@ -781,9 +782,31 @@ def _record_field(text, i, kind):
     return record_field(text, int(i), kind)
 
 
+def _adt(type_name, branch, kinds, *items):
+    """adt(T, B, K, ...): the canonical text of an ADT value (bootstrap/records.py)."""
+    from ..bootstrap.records import adt_text
+
+    return adt_text(branch, kinds, [None if v is None else v.item() if hasattr(v, "item") else v for v in items])
+
+
+def _adt_field(text, branch, i, kind):
+    from ..bootstrap.records import adt_field
+
+    return adt_field(text, branch, int(i), kind)
+
+
+def _adt_branch(text):
+    from ..bootstrap.records import adt_branch
+
+    return adt_branch(text)
+
+
 _TEXT_FUNCTIONS = {
     "record": _record,
     "record_field": _record_field,
+    "adt": _adt,
+    "adt_branch": _adt_branch,
+    "adt_field": _adt_field,
     "cat": _cat,
     "strlen": lambda s: None if s is None else len(_spark_text(s)),
     "to_string": _spark_text,

@@ -67,11 +67,11 @@ class Storage:
     # one held on a domain's columns never enters; of the candidates that arrive together,
     # the least wins (`semantics.choose`)
     choice: tuple = ()
-    # Soufflé's records (bootstrap/records.py): per column the record type it holds, or
-    # None (empty when no column holds records), and every record type's fields' kinds,
-    # what reading and writing Soufflé's text form of a record needs
+    # Soufflé's records and ADTs (bootstrap/records.py): per column the record or ADT type
+    # it holds, or None (empty when no column holds one), and every such type's fields'
+    # kinds, what reading Soufflé's text form of a record or an ADT value needs
     records: tuple = ()
-    record_table: tuple = ()  # (record type, (kind of each field, ...)) pairs
+    record_table: tuple = ()  # (record type, (kind of each field, ...)), (ADT type, ((branch, kinds), ...)) pairs
 
     @property
     def location(self) -> Optional[int]:

@@ -540,6 +540,16 @@ def _eval(t, env):
             return _record(args[1], args[2:])
         if name == "record_field":
             return _record_field(*args)
+        if name == "adt":  # an ADT value's canonical text, {"B":[...]}
+            fields = _record(args[2], args[3:])
+            return None if fields is None else "{" + json.dumps(args[1]) + ":" + fields + "}"
+        if name == "adt_branch":
+            return None if args[0] is None else next(iter(json.loads(args[0])))
+        if name == "adt_field":
+            value, branch, i, kind = args
+            if value is None or next(iter(json.loads(value))) != branch:
+                return None
+            return _record_field(_canonical_json(json.loads(value)[branch]), i, kind)
         if name == "min":
             return min(args)
         if name == "max":
@@ -568,7 +578,7 @@ def _record_field(text, i, kind):
     if text is None or text == "null":
         return None
     value = json.loads(text)[i]
-    if kind.startswith("record"):
+    if kind.startswith(("record", "adt")):
         return _canonical_json(value)
     if value is None:
         return None
@@ -578,6 +588,8 @@ def _record_field(text, i, kind):
 def _canonical_json(value) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_canonical_json(v) for v in value) + "]"
+    if isinstance(value, dict):  # an ADT value: its one branch and its fields
+        return "{" + ",".join(json.dumps(k) + ":" + _canonical_json(v) for k, v in value.items()) + "}"
     if isinstance(value, float):
         return _java_double(value)
     return json.dumps(value, ensure_ascii=False)

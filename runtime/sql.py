@@ -213,6 +213,9 @@ BUILTIN_SQL: dict = {
     "if": lambda a, t, arr: exp.If(this=a[0], true=a[1], false=a[2]),
     "record": lambda a, t, arr: _record(a[2:], t[1].value),
     "record_field": lambda a, t, arr: _record_field(a[0], t[1].value, t[2].value),
+    "adt": lambda a, t, arr: _adt(t[1].value, a[3:], t[2].value),
+    "adt_branch": lambda a, t, arr: _adt_branch(a[0]),
+    "adt_field": lambda a, t, arr: _record_field(a[0], t[2].value, t[3].value, t[1].value),
 }
 
 
@@ -236,12 +239,24 @@ def _record(items, kinds: str):
     return fn("concat", *parts)
 
 
-def _record_field(record, i: int, kind: str):
+def _adt(branch: str, items, kinds: str):
+    """adt(T, B, K, ...): an ADT value's canonical text, {"B":[...]} (bootstrap/records.py)."""
+    return fn("concat", lit('{"' + branch + '":'), _record(items, kinds), lit("}"))
+
+
+def _adt_branch(value):
+    """adt_branch(V): the one key of V's canonical text, between its first two quotes."""
+    return fn("substring_index", fn("substring", value, lit(3)), lit('"'), lit(1))
+
+
+def _record_field(record, i: int, kind: str, branch: Optional[str] = None):
     """record_field(R, I, KIND): Spark's JSON path reads the field; a nested record's
     text is written back by the same library (Jackson) in the canonical form, nil
-    (JSON null, which the path reads as SQL NULL) as `null`."""
-    value = fn("get_json_object", record, lit(f"$[{int(i)}]"))
-    if kind.startswith("record"):
+    (JSON null, which the path reads as SQL NULL) as `null`. With `branch`,
+    adt_field(V, B, I, KIND): field I of the ADT value V's branch B."""
+    path = f"$['{branch}'][{int(i)}]" if branch is not None else f"$[{int(i)}]"
+    value = fn("get_json_object", record, lit(path))
+    if kind.startswith(("record", "adt")):
         return fn("coalesce", value, lit("null"))
     if kind == "symbol":
         return value

@@ -490,21 +490,25 @@ def _diagnostic(f: InputFile, s: Storage, parquet: bool, path: str, line: int, t
 def _bad_record(s: Storage, err: int, name: str, text: str, where, line_text):
     """A value of a record column that is not Soufflé's text of a record of its type:
     positioned at the character where reading it stopped."""
-    from ..bootstrap.records import RecordSyntaxError, parse_souffle
+    from ..bootstrap.records import RecordSyntaxError, is_adt_entry, parse_souffle
 
     table = dict(s.record_table)
     type_name = s.records[err]
+    adt = is_adt_entry(table[type_name])
     try:
         parse_souffle(text, type_name, table)
-        expected, offset = "a record", 0
+        expected, offset = "an ADT value" if adt else "a record", 0
     except RecordSyntaxError as e:
         expected, offset = e.expected, e.offset
-    form = "[" + ", ".join(table[type_name]) + "]"
+    if adt:  # Soufflé's text of an ADT value: $B(a, b), or $B without fields
+        forms = " or ".join(f"${b}({', '.join(kinds)})" if kinds else f"${b}" for b, kinds in table[type_name])
+        what, hint = "the ADT type", f"write a {type_name} as Soufflé does: {forms}"
+    else:
+        what, hint = "the record type", f"write a {type_name} as Soufflé does: [{', '.join(table[type_name])}], or nil"
     at = S.Span(where.file, where.line, where.col + offset if where.col else 0)
-    return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is the record type {type_name}, but "
-                      f"{quoted(text)} is not one of its records: {expected} expected at character {offset + 1}",
-                      at, text[offset:offset + 12] or text, f"write a {type_name} as Soufflé does: {form}, or nil",
-                      source_line=line_text)
+    return Diagnostic("input-type", f"column {err + 1} ({name}) of {s.name} is {what} {type_name}, but "
+                      f"{quoted(text)} is not one of its {'values' if adt else 'records'}: {expected} expected at "
+                      f"character {offset + 1}", at, text[offset:offset + 12] or text, hint, source_line=line_text)
 
 
 def input_range(declared: str, bits: int) -> tuple:

@@ -283,7 +283,6 @@ r4 u(y) :- n(x), y = x band 1.
 
 
 @pytest.mark.parametrize("text, message", [
-    (".type T = A {x: number}\n  | B {}\n.decl r(x: number)\n", "algebraic data types are not supported yet"),
     (".functor f(x: number): number\n", ".functor (user-defined functors) is not supported yet"),
 ])
 def test_excluded_constructs_say_not_supported_yet_and_nothing_else(text, message):

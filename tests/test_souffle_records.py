@@ -34,7 +34,9 @@ place(["a b", [1, 2]]). place(["say \\"hi\\"", [3, 4]]). place(["e", [1, 2]]).
 .decl together(a: symbol, b: symbol)
 together(a, b) :- place([a, p]), place([b, q]), p = q, a != b.
 .decl known(p: Pt)
-known([1, 2]).
+known([1, 2]). known([5, 6]).
+.decl nobody_at(p: Pt)
+nobody_at(p) :- known(p), !place([_, p]).
 .decl alone(n: Named)
 alone(n) :- place(n), n = [_, p], !known(p).
 .decl per_point(p: Pt, n: number)
@@ -75,6 +77,7 @@ def test_known_answers():
     assert got["alone"] == {('["say \\"hi\\"",[3,4]]',)}
     assert got["per_point"] == {("[1,2]", 2), ("[3,4]", 1)}
     assert ('["e",[2,2]]',) in got["moved"]
+    assert got["nobody_at"] == {("[5,6]",)}  # a negated pattern with _: no place is at [5, 6]
 
 
 def test_a_program_with_records_prints_and_parses_back():

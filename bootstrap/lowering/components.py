@@ -34,7 +34,7 @@ from typing import Optional
 from ..diagnostics import Diagnostic, EvitaError
 from ..syntax import (
     Atom, CompDecl, CompInit, CompType, Declaration, Fact, IODirective, Materialize, Override, Plan,
-    Query, Rule, TypeDecl,
+    ListExpr, Query, Rule, TypeDecl, map_literal, map_subterms,
 )
 
 __all__ = ["expand_components"]
@@ -238,6 +238,18 @@ def _renamed(statements: list, instance: str) -> list:
     each use of one, prefixed `instance.`; labels prefixed `instance_`."""
     relations = {s.relation for s in statements if isinstance(s, Declaration)}
     types = {s.name for s in statements if isinstance(s, TypeDecl)}
+    # the ADT branches declared here: `$B` in the instance is `$instance.B` (Soufflé's
+    # qualified constructor, as a type is `instance.T`), so two instances' branches differ
+    branches = {f[1:] for s in statements if isinstance(s, TypeDecl) and s.kind == "adt"
+                for f in s.fields if f.startswith("$")}
+
+    def term(t):
+        if isinstance(t, ListExpr) and t.branch in branches:
+            t = replace(t, branch=f"{instance}.{t.branch}")
+        return map_subterms(t, term)
+
+    def terms(lit):
+        return map_literal(lit, term) if branches else lit
 
     def rel(name: str) -> str:
         return f"{instance}.{name}" if name in relations else name
@@ -246,7 +258,7 @@ def _renamed(statements: list, instance: str) -> list:
         return f"{instance}.{name}" if name in types else name
 
     def atom(a):
-        return replace(a, relation=rel(a.relation)) if isinstance(a, Atom) else a
+        return replace(terms(a), relation=rel(a.relation)) if isinstance(a, Atom) else terms(a)
 
     out: list = []
     for s in statements:
@@ -254,7 +266,9 @@ def _renamed(statements: list, instance: str) -> list:
             s = replace(s, relation=rel(s.relation),
                         columns=tuple(replace(c, type=typ(c.type)) for c in s.columns))
         elif isinstance(s, TypeDecl):
-            s = replace(s, name=typ(s.name), bases=tuple(typ(b) for b in s.bases))
+            s = replace(s, name=typ(s.name), bases=tuple(typ(b) for b in s.bases),
+                        fields=tuple(f"${instance}.{f[1:]}" if s.kind == "adt" and f.startswith("$") else f
+                                     for f in s.fields))
         elif isinstance(s, Rule):
             s = replace(s, name=f"{instance}_{s.name}", head=atom(s.head), body=tuple(atom(b) for b in s.body))
         elif isinstance(s, (Fact, Query)):

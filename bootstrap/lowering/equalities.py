@@ -33,7 +33,7 @@ def eq_to_eqeq(term):
     if isinstance(term, Cond):
         return Cond(eq_to_eqeq(term.test), eq_to_eqeq(term.then), eq_to_eqeq(term.other), term.span)
     if isinstance(term, ListExpr):
-        return ListExpr(tuple(eq_to_eqeq(a) for a in term.items), term.span)
+        return replace(term, items=tuple(eq_to_eqeq(a) for a in term.items))
     if isinstance(term, Aggregate) and term.arg is not None:
         return Aggregate(term.func, eq_to_eqeq(term.arg), term.span)
     return term
