@@ -386,18 +386,26 @@ class _RuleRecords(_Lowering):
                 return term
             if not self.fields_fit(term, rec):
                 return term
-            items = []
-            for j, (item, field_type) in enumerate(zip(term.items, rec.bases)):
-                if isinstance(item, Wildcard):
-                    self.error(item, "_ stands for no value in a record that is built",
-                               "name the field's value with a variable bound elsewhere in the rule", "_")
-                    return term
-                self.constant_fits(item, field_type, rec, j)
-                items.append(self.construct(item, field_type, f"field {rec.fields[j]} of {rec.name}"))
+            items = self.built_fields(term, rec.bases, rec, rec.fields, "a record")
+            if items is None:
+                return term
             letters = "".join(R.letter(self.field_kind(f)) for f in rec.bases)
             return Call("record", (Const(rec.name, STRING, term.span), Const(letters, STRING, term.span), *items),
                         term.span)
         return map_subterms(term, lambda s: self.construct(s, None, ""))
+
+    def built_fields(self, term: ListExpr, bases, shape, names, what: str):
+        """The fields of a record or branch value that is built, each constructed for its
+        field's type; None (an error reported) where one is `_`."""
+        items = []
+        for j, (item, field_type) in enumerate(zip(term.items, bases)):
+            if isinstance(item, Wildcard):
+                self.error(item, f"_ stands for no value in {what} that is built",
+                           "name the field's value with a variable bound elsewhere in the rule", "_")
+                return None
+            self.constant_fits(item, field_type, shape, j)
+            items.append(self.construct(item, field_type, f"field {names[j]} of {shape.name}"))
+        return items
 
     def construct_branch(self, term: ListExpr, type_name, where: str):
         """`$B(a, ...)` as `adt(T, B, K, a, ...)`."""
@@ -406,14 +414,9 @@ class _RuleRecords(_Lowering):
             return term
         adt, names, bases = found
         shape = _branch_shape(term, found)
-        items = []
-        for j, (item, field_type) in enumerate(zip(term.items, bases)):
-            if isinstance(item, Wildcard):
-                self.error(item, "_ stands for no value in an ADT value that is built",
-                           "name the field's value with a variable bound elsewhere in the rule", "_")
-                return term
-            self.constant_fits(item, field_type, shape, j)
-            items.append(self.construct(item, field_type, f"field {names[j]} of {shape.name}"))
+        items = self.built_fields(term, bases, shape, names, "an ADT value")
+        if items is None:
+            return term
         letters = "".join(R.letter(self.field_kind(f)) for f in bases)
         at = term.span
         return Call("adt", (Const(adt.name, STRING, at), Const(term.branch, STRING, at), Const(letters, STRING, at),
