@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from .activity import doing
-from .diagnostics import EvitaError, plural
+from .compiling import CompileFailed, StageOptions, compile_and_store, wants_dataflow  # noqa: F401 (re-exported)
+from .diagnostics import EvitaError, UserError, plural
 
 # Piped output gets a wide page instead of rich's 80 columns, so tables stay one row per row.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
@@ -80,10 +81,6 @@ def main(argv: list | None = None) -> int:
 def _command_name(args) -> str:
     """`evita explain`: what the progress line says while no finer activity runs."""
     return "evita " + args.func.__name__.removeprefix("cmd_").replace("_", " ")
-
-
-class UserError(Exception):
-    """A mistake in how the command was called (not in the program)."""
 
 
 def _stopped(e: BaseException, verbose: bool) -> int:
@@ -461,132 +458,30 @@ def cmd_print(args) -> int:
 
 def compile_file(args, spark=None, program=None, phases=None, measured=(), notes=None):
     """Parse, check and compile a program file through the lattice (`program`: already
-    parsed and checked); store every version. Returns (program, Compilation, [StageDiff]).
-    `phases`: a `runtime.phases.Phases` timing attaching, the stages and the saving.
-    `measured`: statistics of its inputs measured now (`runtime.statistics.measure`);
-    with those `evita analyze` stored, they go into the catalog for the cost-based
-    stages, for relations the program states none for itself (`.plan statistics`).
-    `notes`: where the scheduler's notes go (one call per note; default: stderr)."""
+    parsed and checked), as the command line's flags ask (`StageOptions.from_args`);
+    store every version. Returns (program, Compilation, [StageDiff]). `spark`: the
+    session to use (default: the one `--master`/`--remote` ask for, else Spark on demand).
+    `phases`, `measured`, `notes`: as `compiling.compile_and_store` (notes default: stderr)."""
     from contextlib import nullcontext
 
-    from evita.catalog.encode import encode
-
-    from .explain import diff_versions
-    from .scheduler import Version, compile_program
-    from .stage import StageFailure
-
-    def phase(name):
-        return phases.phase(name) if phases is not None else nullcontext()
-
-    program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False),
-                                         number_bits=number_bits(args))
-    rows = encode(program)
-    _add_statistics(rows, program.name, measured, getattr(args, "warehouse", None))
     from evita.runtime.here import spark_asked_for
     from evita.runtime.session import SparkOnDemand, not_started
 
+    program = program or parse_and_check(args.program, verbose=getattr(args, "verbose", False),
+                                         number_bits=number_bits(args))
+    options = StageOptions.from_args(args)
     if spark is None and not spark_asked_for(args):  # the stages run in process on a small catalog
         spark = SparkOnDemand(lambda: session(args))
     if not not_started(spark):  # Spark on demand attaches when it starts
-        with phase("attach the catalog"):
+        with phases.phase("attach the catalog") if phases is not None else nullcontext():
             spark = session(args) if spark is None else _attached(spark)
-    choose = {}
-    for item in args.choose:
-        group, sep, stage = item.partition("=")
-        if not sep:
-            raise UserError(f"--choose {item}: write GROUP=STAGE, e.g. --choose join_order=cascades")
-        choose[group] = stage
-    try:
-        with phase("compile: stages"):
-            comp = compile_program(spark, rows, program.name, stage_paths=args.stage_path, skip=args.skip,
-                                   only=args.only, choose=choose, max_iterations=args.max_iterations,
-                                   dataflow=wants_dataflow(args))
-    except StageFailure as e:
-        versions = e.versions or [Version(0, "parse", rows)]
-        diffs = diff_versions([(v.number, v.stage, v.rows) for v in versions], program.name)
-        if not getattr(args, "store", True):  # the conformance runner's cases are not kept
-            raise CompileFailed(str(e), diffs) from None
-        _store_compilation(spark, program.name, versions, diffs, failure=e)
-        raise CompileFailed(f"{e}\n{_kept(spark, program.name)}", diffs) from None
-    with phase("compile: save the catalog"), doing("the saving of the compile in the catalog"):
-        diffs = diff_versions([(v.number, v.stage, v.rows) for v in comp.versions], program.name)
-        if getattr(args, "store", True):  # the conformance runner's cases are not kept
-            _store_compilation(spark, program.name, comp.versions, diffs)
-            from evita.catalog import store
-
-            store.save_shared(spark, comp.lattice)  # evita.stage, evita.stage_lattice: what this compile ran by
-    for warning in comp.warnings:
-        report_warning(warning)
-    for note in comp.notes:
-        (notes or print_note)(note)
+    comp, diffs = compile_and_store(program, spark, options, phases=phases, measured=measured,
+                                    notes=notes or print_note, warnings=report_warning)
     return program, comp, diffs
-
-
-def wants_dataflow(args) -> bool:
-    """Whether the compile writes the planner's dataflow into the catalog for the stages
-    that read it (`scheduler.with_planned_dataflow`): `--egraph`, or `evita explain
-    --stage S` of such a stage (the egraph stage, or a variant of it in --stage-path)."""
-    from .stage import find_stages, tables_read
-
-    if getattr(args, "egraph", False):
-        return True
-    asked = getattr(args, "stage", None)
-    stage = find_stages(args.stage_path).get(asked) if asked else None
-    return stage is not None and "flow_op" in tables_read(stage.program)
 
 
 def print_note(note: str) -> None:
     err.print(f"[yellow]note:[/] {_escape(note)}")
-
-
-def _add_statistics(rows, program_id: str, measured, warehouse) -> None:
-    from evita.runtime import statistics
-
-    stated = {r[1] for r in rows["statistic"]}
-    rows["statistic"] += [r for r in statistics.catalog_rows(program_id, statistics.merged(program_id, list(measured),
-                                                                                          warehouse))
-                          if r[1] not in stated]
-
-
-class CompileFailed(UserError):
-    """A stage failed; `diffs` are what the stages before it did (explain shows them)."""
-
-    def __init__(self, message: str, diffs: list):
-        super().__init__(message)
-        self.diffs = diffs
-
-
-def _kept(spark, program_id: str) -> str:
-    """What the catalog holds after a failed compile: the last good one, untouched."""
-    from evita.catalog import store
-
-    good = [r for r in store.load_rows(spark, program_id).dicts("version") if r["status"] in (store.OK, None)]
-    last = max(good, key=lambda r: r["version"]) if good else None
-    kept = (f"The catalog of {program_id} stays at its last good compile (version {last['version']}, "
-            f"{last['stage']})" if last else f"{program_id} has no good compile in the catalog")
-    return (f"{kept}; this attempt is kept apart: SELECT * FROM evita.version WHERE program = "
-            f"'{_sql_str(program_id)}' AND status = 'failed'")
-
-
-SKIPPED = "skipped: its trigger (stage::applies) found nothing to do, so it did not run"
-
-
-def _store_compilation(spark, program_id: str, versions: list, diffs: list, failure=None) -> None:
-    """One commit: a good compile replaces the program's catalog and history; a failed
-    one (`failure`, the StageFailure) is stored apart from them with status 'failed'."""
-    from evita.catalog import store
-    from evita.catalog.rows import CatalogRows
-
-    counts = {d.version: d.counts for d in diffs}
-    status = store.FAILED if failure else store.OK
-    version_rows = [(program_id, v.number, v.stage, *counts.get(v.number, (0, 0, 0)), round(v.seconds, 3),
-                     v.actions, status, SKIPPED if getattr(v, "skipped", False) else None) for v in versions]
-    if failure:
-        version_rows.append((program_id, versions[-1].number + 1, failure.stage, 0, 0, 0, None, None, status,
-                             failure.reason))
-    final = versions[-1].rows if not failure else CatalogRows()
-    final["version"] = version_rows
-    store.save_compilation(spark, final, program_id, [(v.number, v.rows) for v in versions], status)
 
 
 def _attached(spark):
@@ -851,10 +746,6 @@ def _programs(spark) -> list:
     from evita.catalog import store
 
     return list(store.list_programs(spark))
-
-
-def _sql_str(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _first_line(e: Exception) -> str:

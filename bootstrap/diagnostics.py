@@ -151,3 +151,7 @@ class EvitaError(Exception):
     @property
     def first(self) -> Diagnostic:
         return self.diagnostics[0]
+
+
+class UserError(Exception):
+    """A mistake in how a command or a call was made (not in the program): one line."""

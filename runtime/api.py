@@ -27,47 +27,13 @@ from pathlib import Path
 from typing import Optional
 
 from ..bootstrap import syntax as S
+from ..bootstrap.compiling import StageOptions
 from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 
 log = logging.getLogger("evita")
 
 API = S.Span("<api>", 0, 0)  # where a mistake in a call (not in the program) is reported
 PROGRAM_SUFFIXES = (".dl", ".olg", ".datalog")
-
-
-@dataclass(frozen=True)
-class StageOptions:
-    """Which stages a compile runs: `evita compile`'s --stage-path, --skip, --only, --choose."""
-    stage_paths: tuple = ()
-    skip: tuple = ()
-    only: Optional[tuple] = None
-    choose: dict = field(default_factory=dict)  # group -> stage
-    max_iterations: int = 1000  # fixpoint iteration limit per stage
-    store: bool = True  # keep the compile in the catalog (`evita test-suite` does not)
-
-    @classmethod
-    def from_args(cls, args) -> "StageOptions":
-        choose = {}
-        for item in getattr(args, "choose", None) or ():
-            group, sep, stage = item.partition("=")
-            if not sep:
-                from ..bootstrap.cli import UserError
-
-                raise UserError(f"--choose {item}: write GROUP=STAGE, e.g. --choose join_order=cascades")
-            choose[group] = stage
-        only = getattr(args, "only", None)
-        return cls(tuple(getattr(args, "stage_path", None) or ()), tuple(getattr(args, "skip", None) or ()),
-                   tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None) or 1000,
-                   getattr(args, "store", True))
-
-    def namespace(self, path: str):
-        """The options as `compile_file` reads them from the command line."""
-        import argparse
-
-        return argparse.Namespace(program=path, stage_path=list(self.stage_paths), skip=list(self.skip),
-                                  only=list(self.only) if self.only is not None else None,
-                                  choose=[f"{g}={s}" for g, s in self.choose.items()],
-                                  max_iterations=self.max_iterations, verbose=False, store=self.store)
 
 
 def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), skip=(), only=None,
@@ -104,16 +70,22 @@ def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), 
 
 
 def compile_checked(program: S.Program, spark, options: StageOptions, measured=(), phases=None,
-                    notes=None) -> "Program":
+                    notes=None, warnings=None) -> "Program":
     """Compile a parsed and checked program (`evita run` measures its inputs first, for the
     cost-based stages: `measured`); the catalog attached to `spark`. A failing stage
-    raises `bootstrap.cli.CompileFailed` (the command line shows what ran before it).
-    `notes`: where the scheduler's notes go (default: the `evita` logger)."""
-    from ..bootstrap.cli import compile_file
+    raises `bootstrap.compiling.CompileFailed` (the command line shows what ran before it).
+    `notes`, `warnings`: where the scheduler's notes and warnings go (default: the `evita`
+    logger; standard error)."""
+    from ..bootstrap.compiling import compile_and_store
     from ..bootstrap.planner import plan
     from ..catalog.decode import decode
     from .session import not_started, settings_kept
 
+    if not not_started(spark):  # Spark on demand attaches the catalog when it starts
+        from ..catalog import store
+
+        with phases.phase("attach the catalog") if phases is not None else nullcontext():
+            store.attach(spark)
     with settings_kept(spark) if not not_started(spark) else nullcontext():
         said: list = []
 
@@ -121,12 +93,19 @@ def compile_checked(program: S.Program, spark, options: StageOptions, measured=(
             said.append(text)
             (notes or (lambda t: log.info("%s", t)))(text)
 
-        _, comp, diffs = compile_file(options.namespace(program.path), spark=spark, program=program,
-                                      phases=phases, measured=measured, notes=note)
+        comp, diffs = compile_and_store(program, spark, options, phases=phases, measured=measured, notes=note,
+                                        warnings=warnings or _warned)
         final = decode(comp.final, program.name)
         with phases.phase("plan") if phases is not None else nullcontext():
             dataflow = plan(final)
         return Program(program, spark, options, comp, diffs, final, dataflow, said)
+
+
+def _warned(d) -> None:
+    """A scheduler's warning (a lattice fact naming no stage, ...): on standard error."""
+    import sys
+
+    print(d.render(), file=sys.stderr)
 
 
 class Program:
@@ -477,7 +456,8 @@ def _session(spark):
 def _user_errors(call):
     """Mistakes the command line reports as one line (`bootstrap.cli.UserError`, a stage
     that failed) become EvitaErrors too: the API raises one kind of error."""
-    from ..bootstrap.cli import CompileFailed, UserError
+    from ..bootstrap.compiling import CompileFailed
+    from ..bootstrap.diagnostics import UserError
     from .session import worker_failure
 
     try:

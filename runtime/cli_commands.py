@@ -106,7 +106,7 @@ def add_arguments(subparsers, parents: list) -> None:
 
 def cmd_server(args) -> int:
     """`evita server`: start, stop or show the warm server of this warehouse."""
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
     from . import server
     from .session import warehouse_dir
 
@@ -179,7 +179,7 @@ def cmd_plan(args) -> int:
         from .dedalus import is_dedalus, lower
 
         if not is_dedalus(program):
-            from ..bootstrap.cli import UserError
+            from ..bootstrap.diagnostics import UserError
 
             raise UserError(f"{args.program}: no @next or @async rule and no component: it has no timesteps")
         program = lower(program).program
@@ -226,7 +226,7 @@ def cmd_run(args) -> int:
     if args.steps is not None:
         return cmd_run_steps(args, console)
     if args.inputs:
-        from ..bootstrap.cli import UserError
+        from ..bootstrap.diagnostics import UserError
 
         raise UserError("--timed-inputs DIR gives inputs over time: use it with --steps N (or evita simulate); "
                         "-F DIR or --input REL=PATH give the inputs of a run")
@@ -274,7 +274,7 @@ def cmd_run(args) -> int:
 
 def cmd_run_steps(args, console) -> int:
     """`evita run PROGRAM --steps N`: Dedalus time as Spark supersteps (`supersteps.py`)."""
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
     from .session import spark_session
     from .simulate import compile_timed
     from .simulate_cli import report, timed_inputs
@@ -321,7 +321,8 @@ def run_file(args, spark=None, previews: bool = False):
     from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
     from ..bootstrap.source import empty_warning
-    from .api import StageOptions, compile_checked
+    from ..bootstrap.compiling import StageOptions
+    from .api import compile_checked
     from .here import NotHere, why_not_here
     from .inputs import facts_dir_of, not_given, output_files, resolve_inputs
     from .io import Inputs, gather_inputs, write_text_outputs
@@ -370,7 +371,8 @@ def run_file(args, spark=None, previews: bool = False):
     with doing("the measuring of the inputs"), phases.phase("measure inputs"):
         measured = measure(dict(inputs))
     # The API's compile and engine run (runtime/api.py); the catalog attached to the session started above.
-    prog = compile_checked(program, spark, StageOptions.from_args(args), measured, phases, notes=print_note)
+    prog = compile_checked(program, spark, StageOptions.from_args(args), measured, phases, notes=print_note,
+                           warnings=report_warning)
     dataflow = prog.plan
     skipped = inputs.skipped
     inputs = Inputs({rel: df for rel, df in inputs.items() if rel in dataflow.relations})  # the stages may drop some
@@ -393,10 +395,11 @@ def _run_here(args, program, files: dict, phases):
     with Spark on demand, every stratum in the columnar backend. Raises NotHere before
     it writes anything when part of it needs Spark."""
     from ..bootstrap.activity import doing
-    from ..bootstrap.cli import print_note, session
+    from ..bootstrap.cli import print_note, report_warning, session
     from ..bootstrap.diagnostics import EvitaError
     from ..bootstrap.planner import plan
-    from .api import StageOptions, compile_checked
+    from ..bootstrap.compiling import StageOptions
+    from .api import compile_checked
     from .here import NotHere, run_here, why_not_flow
     from .inputs import output_files
     from .inputs_here import NotHere as ReadElsewhere, read_inputs_here
@@ -419,7 +422,8 @@ def _run_here(args, program, files: dict, phases):
         raise
     with phases.phase("measure inputs"):
         measured = measure_tables(tables)
-    prog = compile_checked(program, phases.spark, StageOptions.from_args(args), measured, phases, notes=print_note)
+    prog = compile_checked(program, phases.spark, StageOptions.from_args(args), measured, phases, notes=print_note,
+                           warnings=report_warning)
     dataflow = prog.plan
     with phases.phase("fixpoint"):
         result = run_here(dataflow, {rel: t for rel, t in tables.items() if rel in dataflow.relations},

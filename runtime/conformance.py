@@ -272,7 +272,7 @@ def cmd_test_suite(args) -> int:
 
     from rich.console import Console
 
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
     from .session import spark_session
 
     root = Path(args.dir)

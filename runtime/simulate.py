@@ -477,21 +477,32 @@ def _state(parts: list, n: int):
 
 def compile_timed(path: str, spark=None, *, skip=(), stage_paths=(), only=None, choose=()) -> Timed:
     """Parse, check and compile a Dedalus program through the stages (as `evita compile`
-    does, the catalog kept), then lower it to its tick program."""
-    import argparse
-
-    from ..bootstrap.cli import compile_file, parse_and_check
-    from ..catalog.decode import decode
+    does, the catalog kept), then lower it to its tick program. `choose`: GROUP=STAGE texts."""
+    from ..bootstrap.cli import parse_and_check, print_note, report_warning
+    from ..bootstrap.compiling import StageOptions, compile_and_store
     from ..bootstrap.dedalus_checks import is_dedalus
+    from ..catalog import store
+    from ..catalog.decode import decode
     from .dedalus import lower
+    from .session import SparkOnDemand, not_started, spark_session
 
-    args = argparse.Namespace(program=str(path), stage_path=list(stage_paths), skip=list(skip), only=only,
-                              choose=list(choose), max_iterations=1000, verbose=False)
     program = parse_and_check(str(path))
     if not is_dedalus(program):
         raise EvitaError([Diagnostic("not-dedalus", f"{path} has no @next or @async rule and no component: "
                                      "nothing happens over time", NOWHERE, "", "use evita run")])
-    program, comp, _ = compile_file(args, spark=spark, program=program)
+
+    def started():
+        session = spark_session()
+        store.attach(session)
+        return session
+
+    if spark is None:  # small catalogs compile with no JVM
+        spark = SparkOnDemand(started)
+    elif not not_started(spark):
+        store.attach(spark)
+    options = StageOptions(tuple(stage_paths), tuple(skip), tuple(only) if only is not None else None,
+                           dict(item.split("=", 1) for item in choose))
+    comp, _ = compile_and_store(program, spark, options, notes=print_note, warnings=report_warning)
     return lower(decode(comp.final, program.name))
 
 

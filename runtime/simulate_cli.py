@@ -40,7 +40,7 @@ def add_arguments(subparsers, parents) -> None:
 
 
 def seed_range(args) -> list:
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
 
     if not args.seeds:
         return [args.seed]
@@ -55,7 +55,7 @@ def seed_range(args) -> list:
 
 
 def crashes(items: list) -> dict:
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
 
     out = {}
     for item in items:
@@ -70,7 +70,7 @@ def timed_inputs(directory: str, timed) -> dict:
     """DIR/REL.csv or DIR/REL.facts: one row per tuple, its first field the timestep."""
     import csv
 
-    from ..bootstrap.cli import UserError
+    from ..bootstrap.diagnostics import UserError
     from ..bootstrap.diagnostics import Diagnostic, EvitaError, Span
 
     root = Path(directory)
