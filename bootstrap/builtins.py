@@ -133,3 +133,20 @@ def markdown() -> str:
     for b in _ALL:
         rows.append(f"| `{b.name}` (`f_{b.name}`) | {b.arity_text} | {b.doc.replace('|', '/')} |")
     return "\n".join(rows)
+
+
+def whole_from_text(text: str):
+    """The whole number a symbol spells, as Soufflé's to_number reads it (C's strtoll with
+    base 0, and Soufflé's own `0b`): optional sign, then `0x`/`0X` hexadecimal, `0b`/`0B`
+    binary, or decimal digits; blanks around are allowed. None when it spells none or the
+    value is beyond 64 bits. The one reading for the oracle, the columnar backend and
+    folding; runtime/sql.py writes the same in Spark SQL."""
+    import re
+
+    m = re.fullmatch(r"\s*([+-]?)(?:0([xX])([0-9a-fA-F]+)|0([bB])([01]+)|([0-9]+))\s*", text)
+    if m is None:
+        return None
+    sign, _, hexa, _, binary, decimal = m.groups()
+    value = int(hexa, 16) if hexa else int(binary, 2) if binary else int(decimal)
+    value = -value if sign == "-" else value
+    return value if -2 ** 63 <= value < 2 ** 63 else None

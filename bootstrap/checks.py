@@ -416,20 +416,21 @@ def qualifier_notes(program: Program) -> list:
                                   f"{'hints' if len(hints) > 1 else 'a hint'} without effect", d.span,
                                   d.relation, "Evita chooses storage and magic sets itself (docs/language.md)",
                                   severity="note"))
-    from .parser import PRAGMA, SOUFFLE_PLAN
+    from .parser import DEPRECATED_TYPE, PRAGMA, SOUFFLE_PLAN
 
     text = program.text or ""
     for pattern, code, hint in (
             (PRAGMA, "pragma", "pragmas set Soufflé's own command-line options; Evita's are its command's "
                                "(evita run --help)"),
             (SOUFFLE_PLAN, "plan", "Evita's join order is the system_r stage's choice (evita explain --stage "
-                                   "system_r shows it)")):
+                                   "system_r shows it)"),
+            (DEPRECATED_TYPE, "type", "Soufflé's deprecated spelling (it warns too); write the `<: symbol`")):
         for m in pattern.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-            said = m.group().strip()
-            out.append(Diagnostic(code, f"{said} accepted without effect", Span(program.path, line, col), said,
-                                  hint, severity="note"))
+            said = m.group().split("//")[0].strip()
+            what = (f"{said} read as `{said} <: symbol`" if code == "type" else f"{said} accepted without effect")
+            out.append(Diagnostic(code, what, Span(program.path, line, col), said, hint, severity="note"))
     return sorted(out, key=lambda d: (d.span.line, d.span.col)) if text else out
 
 

@@ -164,6 +164,12 @@ def _to_number(a: Const):
         return int(a.value)
     if a.type == STRING and _WHOLE.fullmatch(a.value):
         return int(a.value)
+    if a.type == STRING:
+        from .builtins import whole_from_text
+
+        value = whole_from_text(a.value)  # Soufflé's 0x... and 0b...
+        if value is not None:
+            return value
     raise FoldError(f"to_number: {a.value!r} is not a whole number")
 
 

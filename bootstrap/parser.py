@@ -202,6 +202,9 @@ PRAGMA = re.compile(r'^[ \t]*\.pragma\b[^\n]*', re.M)
 # for Soufflé's own evaluator. Evita's join order is the System R stage's choice, so the
 # plan is accepted without effect (a note under --verbose), blanked like a pragma.
 # (Evita's own `.plan relation ...`/`.plan rule ...` names a target and is parsed.)
+# Soufflé's deprecated `.type Name` with no `<:` or `=`: parsed as `.type Name <: symbol`,
+# as Soufflé reads it (with its warning "Deprecated type declaration used"); a note here.
+DEPRECATED_TYPE = re.compile(r'^[ \t]*\.type[ \t]+[A-Za-z_][\w.]*[ \t]*(?://[^\n]*)?$', re.M)
 SOUFFLE_PLAN = re.compile(r'\.plan[ \t]+\d+[ \t]*:[ \t]*\([^)\n]*\)(?:[ \t]*,[ \t]*\d+[ \t]*:[ \t]*\([^)\n]*\))*')
 
 
@@ -639,7 +642,7 @@ class _Builder(Transformer):
             bases += [""] + [c.type for c in columns]
         return TypeDecl(ch[1].value, "adt", tuple(bases), self._span(meta), tuple(fields))
 
-    def type_old(self, meta, ch):  # .number_type N / .symbol_type S
+    def type_old(self, meta, ch):  # .number_type N / .symbol_type S / .type S (Soufflé: deprecated, a symbol)
         base = "number" if ch[0].value == ".number_type" else "symbol"
         return TypeDecl(ch[1].value, "subtype", (base,), self._span(meta))
 

@@ -713,6 +713,10 @@ def _to_number(v):
         return int(math.trunc(v))
     if isinstance(v, str) and re.fullmatch(r"-?[0-9]{1,18}", v):
         return int(v)
+    if isinstance(v, str) and re.fullmatch(r"[+-]?0[xXbB][0-9a-fA-F]+", v):  # Soufflé's hex and binary
+        from ..bootstrap.builtins import whole_from_text
+
+        return whole_from_text(v)
     raise Unsupported(f"to_number of {v!r}: Spark's cast decides")
 
 

@@ -611,10 +611,9 @@ def _substr(s: str, i: int, n: int) -> str:
 def _to_number(v):
     """Spark's try_cast to bigint: text must spell a whole number; floats truncate."""
     if isinstance(v, str):
-        try:
-            return int(v.strip())
-        except ValueError:
-            return None
+        from ..bootstrap.builtins import whole_from_text
+
+        return whole_from_text(v)
     return None if v is None else int(v)
 
 

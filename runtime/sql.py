@@ -73,6 +73,29 @@ def _str(e):
     return exp.Cast(this=e, to=exp.DataType.build("string"))
 
 
+# Soufflé's to_number reads a symbol as C's strtoll does with base 0 plus its own `0b`:
+# `0x1F`/`-0xcafe` are hexadecimal, `0b101` binary, the rest decimal (bootstrap/builtins.py,
+# `whole_from_text`, says the same for the other backends). Spark's cast reads decimal
+# only, so the prefixed forms go through conv(). The text is tested as a string; a number
+# or float argument falls to the plain cast.
+_TO_NUMBER = """CASE
+  WHEN CAST(__x AS STRING) RLIKE '^[+-]?0[xX][0-9a-fA-F]+$' THEN
+    (CASE WHEN CAST(__x AS STRING) LIKE '-%' THEN -1 ELSE 1 END)
+    * TRY_CAST(CONV(REGEXP_EXTRACT(CAST(__x AS STRING), '0[xX]([0-9a-fA-F]+)', 1), 16, 10) AS BIGINT)
+  WHEN CAST(__x AS STRING) RLIKE '^[+-]?0[bB][01]+$' THEN
+    (CASE WHEN CAST(__x AS STRING) LIKE '-%' THEN -1 ELSE 1 END)
+    * TRY_CAST(CONV(REGEXP_EXTRACT(CAST(__x AS STRING), '0[bB]([01]+)', 1), 2, 10) AS BIGINT)
+  ELSE TRY_CAST(__x AS BIGINT) END"""
+
+
+def _to_number(e):
+    import sqlglot
+
+    template = sqlglot.parse_one(_TO_NUMBER, read="spark")
+    return exp.Paren(this=template.transform(
+        lambda n: e.copy() if isinstance(n, exp.Column) and n.name == "__x" else n))
+
+
 def _nonzero(e):
     return exp.Paren(this=exp.NEQ(this=exp.Paren(this=e), expression=lit(0)))
 
@@ -170,8 +193,8 @@ BUILTIN_SQL: dict = {
     "ord": lambda a, t, arr: fn("xxhash64", _str(a[0])),
     # try_cast: a symbol that spells no number gives null (Spark's ANSI cast would fail
     # the whole job); a float is truncated toward zero, as Soufflé's ftoi.
-    "to_number": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("bigint"), safe=True),
-    "to_unsigned": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("bigint"), safe=True),
+    "to_number": lambda a, t, arr: _to_number(a[0]),
+    "to_unsigned": lambda a, t, arr: _to_number(a[0]),
     "to_string": lambda a, t, arr: _str(a[0]),
     "to_float": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("double"), safe=True),
     "lower": lambda a, t, arr: fn("lower", a[0]),

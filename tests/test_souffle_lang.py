@@ -147,6 +147,17 @@ def test_verbose_notes_name_the_hints_without_effect():
         ("note", 1, "e: btree, magic accepted as hints without effect")]
 
 
+def test_bare_type_is_a_symbol_subtype_with_a_note():
+    """Soufflé's deprecated `.type Node` (no `<:`, no `=`) reads as `.type Node <: symbol`."""
+    from evita.bootstrap.checks import qualifier_notes
+
+    p = parse_program(".type Node\n.type Id <: number\n.decl e(a: Node)\ne(\"x\").\n", "t.dl")
+    assert [(t.name, t.kind, t.bases) for t in p.of(S.TypeDecl)] == [
+        ("Node", "subtype", ("symbol",)), ("Id", "subtype", ("number",))]
+    assert [(n.code, n.span.line, n.message) for n in qualifier_notes(p)] == [
+        ("type", 1, ".type Node read as `.type Node <: symbol`")]
+
+
 def test_input_and_output_qualifiers_are_directives():
     p = parse_program(".decl e(x: number) input\n.decl f(x: number) output\n.output f\n", "t.dl")
     assert [(d.direction, d.relation) for d in p.of(S.IODirective)] == [("input", "e"), ("output", "f")]
