@@ -27,7 +27,7 @@ defines them beside its other operators: `runtime/columnar.py`, `runtime/sql.py`
 ...                   'h(x / y) :- a(x, y), x < y.', "t.dl")
 >>> from evita.bootstrap.lowering.division import whole_divisions
 >>> [format_rule(r) for r in unsigned_order(whole_divisions(list(p.rules), p), p)]
-['rule1 h(x udiv y) :- a(x, y), y != 0, ukey(x) < ukey(y).']
+['rule1 h(x udiv y) :- a(x, y), ukey(x) < ukey(y), y != 0.']
 """
 from __future__ import annotations
 
