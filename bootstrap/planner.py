@@ -36,6 +36,7 @@ from . import strata as G
 from . import syntax as S
 from .diagnostics import Diagnostic, EvitaError, plural
 from .lowering.division import whole_divisions
+from .lowering.unsigned import unsigned_order
 from .lowering.width import at_width
 from .ranges import is_range
 from .types import TypeSystem
@@ -79,6 +80,7 @@ class _Planner:
     def run(self) -> Dataflow:
         prog = self.program
         rules = whole_divisions(G.same_timestep(prog, writes=True), prog)  # Soufflé's `/` on numbers
+        rules = unsigned_order(rules, prog)  # unsigned values ordered and divided as unsigned
         rules = at_width(rules, prog)  # wrap around at 32 bits (--number-bits 32)
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)

@@ -24,7 +24,7 @@ from ..runtime.dataflow import deletion_relation, term_text
 from . import syntax as S
 from .diagnostics import Diagnostic
 
-PREMAPPABLE = ("min", "max")  # aggregates that may sit inside recursion (PreM, seed 003)
+PREMAPPABLE = ("min", "max", "umin", "umax")  # umin, umax: lowering/unsigned.py; aggregates that may sit inside recursion (PreM, seed 003)
 # ... and autoinc<*>: a group keeps the number it is first given, so recursion only adds
 # groups (Soufflé's autoinc() inside recursion, bootstrap/parser.py)
 IN_RECURSION = PREMAPPABLE + S.NUMBERING

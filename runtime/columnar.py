@@ -70,7 +70,7 @@ def arrow_type(spark_type: str, held: bool = False):
 
     return pa.int64() if held and spark_type == "int" else getattr(pa, ARROW[spark_type])()
 
-_OPS = ("+", "-", "*", "/", "//", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
+_OPS = ("+", "-", "*", "/", "//", "%", "udiv", "umod", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 _TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
                "exp", "hash", "upper", "lower", "record", "record_field",
@@ -81,6 +81,8 @@ _AGGREGATES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg"
                # Spark's array_sort(array_distinct(collect_list)) and array_sort(collect_list)
                "set": lambda v: tuple(sorted(set(v.dropna()))), "list": lambda v: tuple(sorted(v.dropna())),
                "sum32": lambda v: int(_wrap32(v.sum())),  # a whole sum at 32 bits (bootstrap/lowering/width.py)
+               # the least and greatest by unsigned order (bootstrap/lowering/unsigned.py)
+               "umin": lambda v: _unsigned_extreme(v, min), "umax": lambda v: _unsigned_extreme(v, max),
                "autoinc": None}  # numbers the groups: `_numbered`
 
 
@@ -541,6 +543,8 @@ def _vector(t, b, condition: bool = False):
         v = _vector(t.arg, b)
         if t.op == "wrap32":
             return _wrap32(_whole(v))
+        if t.op == "ukey":
+            return _ukey(v)
         return -v if t.op == "-" else ~np.asarray(v, dtype=bool)
     if isinstance(t, S.Cond):
         n = len(b)
@@ -567,9 +571,11 @@ def _vector(t, b, condition: bool = False):
     op = t.op
     inner = condition and op in ("&&", "||")
     left, right = _vector(t.left, b, inner), _vector(t.right, b, inner)
-    if op in ("/", "//", "%"):
+    if op in ("/", "//", "%", "udiv", "umod"):
         if np.any(np.asarray(right) == 0):
             raise Unsupported(f"{op} by zero")
+        if op in ("udiv", "umod"):
+            return _unsigned_division(op, _whole(left), _whole(right))
         if op == "//":  # Soufflé's `/` on whole numbers (bootstrap/division.py): C's, toward zero
             left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
             quotient = np.abs(left) // np.abs(right)
@@ -630,6 +636,36 @@ def _wrap32(v):
     import numpy as np
 
     return np.asarray(v, dtype=np.int64).astype(np.int32).astype(np.int64)
+
+
+def _ukey(v):
+    """The order key of unsigned values (bootstrap/lowering/unsigned.py): bit 63 flipped,
+    so that signed order on keys is unsigned order on the values."""
+    import numpy as np
+
+    return _whole(v) ^ np.int64(-(1 << 63))
+
+
+def _unsigned_extreme(v, pick):
+    """`min`/`max` of a column of unsigned values, by unsigned order: the extreme of the
+    keys, mapped back (`_ukey` is its own inverse)."""
+    import numpy as np
+
+    values = v.dropna()
+    if not len(values):
+        return None
+    keys = _ukey(values.to_numpy())
+    return int(_ukey(np.int64(keys.min() if pick is min else keys.max())))
+
+
+def _unsigned_division(op: str, left, right):
+    """`udiv`/`umod` (bootstrap/lowering/unsigned.py): the 64-bit patterns divided as
+    unsigned (numpy's uint64 view), the result's pattern held signed again."""
+    import numpy as np
+
+    left, right = np.asarray(left).astype(np.uint64), np.asarray(right).astype(np.uint64)
+    out = left // right if op == "udiv" else left % right
+    return np.asarray(out).astype(np.int64)
 
 
 def _bitwise(name: str, args: list):
@@ -962,10 +998,18 @@ class PandasTables(semantics.Tables):
         a = s.aggregates[0]
         groups = [f"c{i}" for i in s.group_columns]
         value = f"c{a.column}"
+        ordered = new
+        if a.func in ("umin", "umax"):  # unsigned order: compare the keys (bootstrap/lowering/unsigned.py)
+            ordered = new.assign(**{value: _ukey(new[value].to_numpy())})
+            full = full.assign(**{value: _ukey(full[value].to_numpy())})
+        # a nullable column, so that a group the old tuples lack does not turn the values to floats
         old = full[groups + [value]].rename(columns={value: "_old"})
-        joined = new.merge(old, on=groups, how="left") if groups else new.assign(
+        if old["_old"].dtype.kind == "i":
+            old = old.astype({"_old": "Int64"})
+        joined = ordered.merge(old, on=groups, how="left") if groups else ordered.assign(
             _old=old["_old"].iloc[0] if len(old) else None)
-        better = joined[value] < joined["_old"] if a.func == "min" else joined[value] > joined["_old"]
+        better = joined[value] < joined["_old"] if a.func in ("min", "umin") else joined[value] > joined["_old"]
+        better = better.fillna(False) if hasattr(better, "fillna") else better
         return new[(joined["_old"].isna() | better).to_numpy()].reset_index(drop=True)
 
     def replace(self, s: Storage, full, delta, columns: tuple):

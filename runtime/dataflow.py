@@ -144,7 +144,7 @@ class RoundsPlan:
             return f"{s.name} has a choice-domain"
         if s.keys is not None or semantics.kind(s) == "numbered":
             return f"{s.name} is {'keyed' if s.keys is not None else 'numbered'}"
-        if s.aggregates and not all(a.premappable and a.func in ("min", "max") for a in s.aggregates):
+        if s.aggregates and not all(a.premappable and a.func in ("min", "max", "umin", "umax") for a in s.aggregates):
             return f"{s.name} aggregates other than by a PreM min/max"
         return None
 

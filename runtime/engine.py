@@ -688,6 +688,8 @@ class _Engine:
                  # sums wrap around (_SQL_AGGREGATES)
                  "sum": F.expr(_SQL_AGGREGATES["sum"].format(f"c{i}")),
                  "sum32": F.expr(_SQL_AGGREGATES["sum32"].format(f"c{i}")),
+                 "umin": F.expr(_SQL_AGGREGATES["umin"].format(f"c{i}")),
+                 "umax": F.expr(_SQL_AGGREGATES["umax"].format(f"c{i}")),
                  "set": F.array_sort(F.array_distinct(F.collect_list(c))),
                  "list": F.array_sort(F.collect_list(c))}[func]
             exprs.append(e.alias(f"c{i}"))
@@ -983,7 +985,9 @@ class FrameTables(_SparkTables):
         old = _renamed(self.e.single(self.df(full)), "o")
         joined = new.join(old, _match(new, old, s.group_columns, "o"), "left")
         c, o = F.col(f"c{a.column}"), F.col(f"o{a.column}")
-        better = (c < o) if a.func == "min" else (c > o)
+        if a.func in ("umin", "umax"):  # unsigned order: compare the keys (bootstrap/lowering/unsigned.py)
+            c, o = c.bitwiseXOR(F.lit(-(1 << 63))), o.bitwiseXOR(F.lit(-(1 << 63)))
+        better = (c < o) if a.func in ("min", "umin") else (c > o)
         return joined.where(o.isNull() | better).select(*[f"c{i}" for i in range(s.arity)])
 
     def replace(self, s: Storage, full, delta, columns: tuple):
@@ -1066,11 +1070,16 @@ def _distinct_select(union):
 # A sum wraps around as Soufflé's does: at 64 bits where Spark's ANSI sum would fail with
 # ARITHMETIC_OVERFLOW (try_sum is null then, and the exact decimal sum is taken modulo
 # 2^64, as runtime/sql.py `wrap64`); `sum32` (bootstrap/lowering/width.py) at 32 bits.
+_SIGN_BIT = "CAST(-9223372036854775808 AS BIGINT)"  # bit 63 alone, as a bigint
 _SQL_AGGREGATES = {"count": "count({})",
                    "sum": "coalesce(try_sum({0}), CAST(pmod(try_sum(try_cast({0} AS DECIMAL(38,0))) + "
                           "9223372036854775808, 18446744073709551616) - 9223372036854775808 AS BIGINT))",
                    "sum32": "(((sum({}) + 2147483648) & 4294967295) - 2147483648)",
                    "min": "min({})", "max": "max({})", "avg": "avg({})",
+                   # by unsigned order (bootstrap/lowering/unsigned.py): the extreme of the
+                   # keys (bit 63 flipped), flipped back
+                   "umin": "(min({0} ^ " + _SIGN_BIT + ") ^ " + _SIGN_BIT + ")",
+                   "umax": "(max({0} ^ " + _SIGN_BIT + ") ^ " + _SIGN_BIT + ")",
                    "set": "array_sort(array_distinct(collect_list({})))", "list": "array_sort(collect_list({}))"}
 
 

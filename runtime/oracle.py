@@ -27,7 +27,11 @@ Semantics it pins down (the runtime must agree):
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
 - `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
   `/` on two whole numbers truncates toward zero, and by zero derives nothing;
-  `%` takes the dividend's sign.
+  `%` takes the dividend's sign;
+- an unsigned value (one in a column of an unsigned kind, or made by `to_unsigned`, or
+  computed from one) is held as its bit pattern at the program's width, and compared,
+  divided and taken the least or greatest of as its value modulo 2^width (`_Unsigned`,
+  a tag on the value itself: not the planner's types).
 Primary-key replacement is not modelled (it depends on evaluation order).
 """
 from __future__ import annotations
@@ -55,11 +59,13 @@ def evaluate(program: S.Program, inputs: dict | None = None, max_rounds: int = 1
     """relation -> set of tuples (lists as tuples)."""
     _DIALECT[0] = program.dialect
     _BITS[0] = program.number_bits
+    _UNSIGNED_COLUMNS.clear()
+    _UNSIGNED_COLUMNS.update(_unsigned_columns(program))
     db: dict = defaultdict(set)
     for f in program.facts:
-        db[f.atom.relation].add(tuple(_const(a) for a in f.atom.args))
+        db[f.atom.relation].add(_held(f.atom.relation, tuple(_const(a) for a in f.atom.args)))
     for rel, rows in (inputs or {}).items():
-        db[rel] |= {tuple(r) for r in rows}
+        db[rel] |= {_held(rel, tuple(r)) for r in rows}
     rules = [r for r in program.rules if r.time != "next"]
     pruning = _pruning(program)
     dominating = [r for r in rules if r.head.relation in pruning]
@@ -370,7 +376,7 @@ def _rule_rows(rule: S.Rule, db: dict) -> list:
                         return
                 else:
                     return
-            out.append(tuple(_head_value(a, env) for a in rule.head.args))
+            out.append(_held(rule.head.relation, tuple(_head_value(a, env) for a in rule.head.args)))
             return
         atom = positive[i]
         for t in db.get(atom.relation, ()):
@@ -439,6 +445,59 @@ def _whole(v):
     return v
 
 
+class _Unsigned(int):
+    """An unsigned value, held as its bit pattern (two's complement at the width, as every
+    backend holds it, so equal to and hashed as that int); ordered, and divided, as the
+    value modulo 2^width, as Soufflé's unsigned are."""
+
+    def __lt__(self, other):
+        return _unsigned_value(self) < _unsigned_value(other)
+
+    def __le__(self, other):
+        return _unsigned_value(self) <= _unsigned_value(other)
+
+    def __gt__(self, other):
+        return _unsigned_value(self) > _unsigned_value(other)
+
+    def __ge__(self, other):
+        return _unsigned_value(self) >= _unsigned_value(other)
+
+
+def _unsigned_value(v) -> int:
+    return int(v) % (1 << _BITS[0])
+
+
+def _tagged(result, *operands):
+    """A whole result computed from an unsigned operand is unsigned (Soufflé types it so)."""
+    if isinstance(result, int) and not isinstance(result, bool) and any(isinstance(o, _Unsigned) for o in operands):
+        return _Unsigned(result)
+    return result
+
+
+# relation -> positions of its columns of an unsigned kind (set by `evaluate`)
+_UNSIGNED_COLUMNS: dict = {}
+
+
+def _unsigned_columns(program: S.Program) -> dict:
+    from evita.bootstrap.types import TypeSystem
+
+    types = TypeSystem.of(program)
+    out: dict = {}
+    for d in program.of(S.Declaration):
+        positions = {i for i, c in enumerate(d.columns) if types.kind(c.type) == "unsigned"}
+        if positions:
+            out.setdefault(d.relation, positions)
+    return out
+
+
+def _held(relation: str, row: tuple) -> tuple:
+    """A tuple as stored: the whole values of unsigned columns tagged unsigned."""
+    positions = _UNSIGNED_COLUMNS.get(relation)
+    if not positions:
+        return row
+    return tuple(_tagged(v, _Unsigned(0)) if i in positions else v for i, v in enumerate(row))
+
+
 def _souffle_whole(a, b) -> bool:
     return _DIALECT[0] == "souffle" and all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
 
@@ -452,7 +511,7 @@ def _eval(t, env):
         return tuple(_eval(a, env) for a in t.items)
     if isinstance(t, S.UnOp):
         v = _eval(t.arg, env)
-        return None if v is None else (_whole(-v) if t.op == "-" else not v)
+        return None if v is None else (_tagged(_whole(-v), v) if t.op == "-" else not v)
     if isinstance(t, S.Cond):
         return _eval(t.then, env) if _eval(t.test, env) else _eval(t.other, env)
     if isinstance(t, S.BinOp):
@@ -463,99 +522,125 @@ def _eval(t, env):
             return bool(a) or bool(b)
         if a is None or b is None:
             return None
-        if t.op == "+":
-            return _whole(a + b)
-        if t.op == "-":
-            return _whole(a - b)
-        if t.op == "*":
-            return _whole(a * b)
-        if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
-            if b == 0:
-                raise NoValue(t)
-            return _whole((abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1))
-        if t.op == "/":
-            return None if b == 0 else a / b
-        if t.op == "%":
-            if b == 0:
-                return None
-            if isinstance(a, int) and isinstance(b, int):  # Java's sign, exactly (a 64-bit hash is no float)
-                return (abs(a) % abs(b)) * (1 if a >= 0 else -1)
-            return math.fmod(a, b)
-        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[t.op]
+        if t.op in ("<", "<=", ">", ">=", "==", "!="):
+            return _compared(t.op, a, b)
+        return _tagged(_arithmetic(t, a, b), a, b)
     if isinstance(t, S.Call):
-        name = B.canonical(t.func)
-        args = [_eval(a, env) for a in t.args]
-        if name == "as":  # Soufflé's cast: the value itself
-            return args[0]
-        if name == "cons":
-            return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
-        if name == "contains":
-            return args[0] in args[1]
-        if name == "size":
-            return len(args[0])
-        if name == "append":
-            return tuple(args[0]) + (args[1],)
-        if name == "concat":
-            return tuple(args[0]) + tuple(args[1])
-        if name == "list":
-            return tuple(args)
-        if name == "cat":  # null in, null out, as in Spark
-            return None if any(a is None for a in args) else "".join(_text(a) for a in args)
-        if name == "to_string":
-            return None if args[0] is None else _text(args[0])
-        if name == "strlen":
-            return None if args[0] is None else len(args[0])
-        if name == "substr":
-            return None if args[0] is None else _substr(*args)
-        if name == "match":  # Python's re for Java's: the same on the patterns the tests use
-            return None if None in args else re.fullmatch(args[0], args[1]) is not None
-        if name in ("to_number", "to_unsigned"):
-            return _whole(_to_number(args[0]))
-        if name == "to_float":
-            return _to_float(args[0])
-        if name == "reprefix":
-            s, old, new = args
-            return s if s is None or not s.startswith(old) else new + s[len(old):]
-        if name == "if":
-            return args[1] if args[0] else args[2]
-        if name == "id":
-            return ":".join(_text(a) for a in args)
-        if name == "abs":
-            return _whole(abs(args[0]))
-        if name in ("upper", "lower"):
-            return None if args[0] is None else getattr(str(args[0]), name)()
-        if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
-            from evita.runtime.xxhash import xxhash64
-
-            return xxhash64(*args)
-        if name == "log":
-            return None if args[0] is None or args[0] <= 0 else math.log(args[0])
-        if name == "exp":
-            return None if args[0] is None else math.exp(args[0])
-        if name in _BITWISE:
-            return None if any(a is None for a in args) else _BITWISE[name](*args, _BITS[0])
-        if name == "pow":  # Spark's power: always a float
-            return None if any(a is None for a in args) else float(args[0]) ** args[1]
-        if name == "record":  # a record's canonical text (bootstrap/records.py), with Python's json
-            return _record(args[1], args[2:])
-        if name == "record_field":
-            return _record_field(*args)
-        if name == "adt":  # an ADT value's canonical text, {"B":[...]}
-            fields = _record(args[2], args[3:])
-            return None if fields is None else "{" + json.dumps(args[1]) + ":" + fields + "}"
-        if name == "adt_branch":
-            return None if args[0] is None else next(iter(json.loads(args[0])))
-        if name == "adt_field":
-            value, branch, i, kind = args
-            if value is None or next(iter(json.loads(value))) != branch:
-                return None
-            return _record_field(_canonical_json(json.loads(value)[branch]), i, kind)
-        if name == "min":
-            return min(args)
-        if name == "max":
-            return max(args)
-        raise NotImplementedError(f"oracle: builtin {name}")
+        return _call(t, env)
     raise NotImplementedError(f"oracle: term {t!r}")
+
+
+def _compared(op: str, a, b) -> bool:
+    """`_Unsigned`'s own order when either side is unsigned (Python tries a subclass's
+    reflected comparison first)."""
+    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _arithmetic(t: S.BinOp, a, b):
+    unsigned = isinstance(a, _Unsigned) or isinstance(b, _Unsigned)
+    if t.op in ("/", "%") and unsigned and _souffle_whole(a, b):  # the values modulo 2^width, divided
+        if b == 0:
+            if t.op == "/":
+                raise NoValue(t)
+            return None
+        x, y = _unsigned_value(a), _unsigned_value(b)
+        return _whole(x // y if t.op == "/" else x % y)
+    if t.op == "+":
+        return _whole(a + b)
+    if t.op == "-":
+        return _whole(a - b)
+    if t.op == "*":
+        return _whole(a * b)
+    if t.op == "/" and _souffle_whole(a, b):  # C's division, toward zero; by zero: no tuple
+        if b == 0:
+            raise NoValue(t)
+        return _whole((abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1))
+    if t.op == "/":
+        return None if b == 0 else a / b
+    if t.op == "%":
+        if b == 0:
+            return None
+        if isinstance(a, int) and isinstance(b, int):  # Java's sign, exactly (a 64-bit hash is no float)
+            return (abs(a) % abs(b)) * (1 if a >= 0 else -1)
+        return math.fmod(a, b)
+    raise NotImplementedError(f"oracle: operator {t.op}")
+
+
+def _call(t: S.Call, env):
+    name = B.canonical(t.func)
+    args = [_eval(a, env) for a in t.args]
+    if name == "as":  # Soufflé's cast: the value itself
+        return args[0]
+    if name == "cons":
+        return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
+    if name == "contains":
+        return args[0] in args[1]
+    if name == "size":
+        return len(args[0])
+    if name == "append":
+        return tuple(args[0]) + (args[1],)
+    if name == "concat":
+        return tuple(args[0]) + tuple(args[1])
+    if name == "list":
+        return tuple(args)
+    if name == "cat":  # null in, null out, as in Spark
+        return None if any(a is None for a in args) else "".join(_text(a) for a in args)
+    if name == "to_string":
+        return None if args[0] is None else _text(args[0])
+    if name == "strlen":
+        return None if args[0] is None else len(args[0])
+    if name == "substr":
+        return None if args[0] is None else _substr(*args)
+    if name == "match":  # Python's re for Java's: the same on the patterns the tests use
+        return None if None in args else re.fullmatch(args[0], args[1]) is not None
+    if name == "to_unsigned":
+        return _tagged(_whole(_to_number(args[0])), _Unsigned(0))
+    if name == "to_number":
+        return _whole(_to_number(args[0]))
+    if name == "to_float":
+        return _to_float(args[0])
+    if name == "reprefix":
+        s, old, new = args
+        return s if s is None or not s.startswith(old) else new + s[len(old):]
+    if name == "if":
+        return args[1] if args[0] else args[2]
+    if name == "id":
+        return ":".join(_text(a) for a in args)
+    if name == "abs":
+        return _tagged(_whole(abs(args[0])), *args)
+    if name in ("upper", "lower"):
+        return None if args[0] is None else getattr(str(args[0]), name)()
+    if name == "hash":  # Spark's xxhash64, seed 42 (runtime/xxhash.py)
+        from evita.runtime.xxhash import xxhash64
+
+        return xxhash64(*args)
+    if name == "log":
+        return None if args[0] is None or args[0] <= 0 else math.log(args[0])
+    if name == "exp":
+        return None if args[0] is None else math.exp(args[0])
+    if name in _BITWISE:
+        return None if any(a is None for a in args) else _tagged(_BITWISE[name](*args, _BITS[0]), *args)
+    if name == "pow":  # Spark's power: always a float
+        return None if any(a is None for a in args) else float(args[0]) ** args[1]
+    if name == "record":  # a record's canonical text (bootstrap/records.py), with Python's json
+        return _record(args[1], args[2:])
+    if name == "record_field":
+        return _record_field(*args)
+    if name == "adt":  # an ADT value's canonical text, {"B":[...]}
+        fields = _record(args[2], args[3:])
+        return None if fields is None else "{" + json.dumps(args[1]) + ":" + fields + "}"
+    if name == "adt_branch":
+        return None if args[0] is None else next(iter(json.loads(args[0])))
+    if name == "adt_field":
+        value, branch, i, kind = args
+        if value is None or next(iter(json.loads(value))) != branch:
+            return None
+        return _record_field(_canonical_json(json.loads(value)[branch]), i, kind)
+    if name == "min":  # an unsigned argument orders as unsigned (`_Unsigned`)
+        return _tagged(min(args), *args)
+    if name == "max":
+        return _tagged(max(args), *args)
+    raise NotImplementedError(f"oracle: builtin {name}")
 
 
 def _record(kinds: str, items):

@@ -323,9 +323,37 @@ def wrap32(value) -> exp.Expression:
     return exp.Paren(this=exp.Sub(this=exp.Paren(this=low), expression=half.copy()))
 
 
+# Unsigned values (bootstrap/lowering/unsigned.py), held as their 64-bit pattern in a bigint.
+# `ukey` flips bit 63 (bigint order on keys is unsigned order on values). `udiv` and
+# `umod` read both patterns as their unsigned value, exact in DECIMAL(20,0) (up to
+# 2^64 - 1, where Spark has no unsigned long), divide there, and hold the result's pattern
+# again (`wrap64`): exact, where a double loses the low bits, and one SQL expression, where
+# the JVM's Long.divideUnsigned is reachable only through reflect (a string, per row).
+def ukey(value) -> exp.Expression:
+    sign_bit = exp.Cast(this=lit(-(1 << 63)), to=exp.DataType.build("bigint"))
+    return exp.Paren(this=exp.BitwiseXor(this=exp.Paren(this=value), expression=sign_bit))
+
+
+def _as_unsigned(value) -> exp.Expression:
+    exact = exp.Cast(this=value, to=exp.DataType.build("decimal(20,0)"))
+    return fn("pmod", exact, exp.Literal.number(1 << 64))
+
+
+def _unsigned_division(op: str):
+    def build(this, expression):
+        dividend, divisor = _as_unsigned(this), fn("nullif", _as_unsigned(expression), lit(0))  # by zero: null
+        remainder = exp.Mod(this=dividend, expression=divisor)
+        if op == "umod":
+            return wrap64(remainder)
+        exact_multiple = exp.Paren(this=exp.Sub(this=dividend.copy(), expression=remainder.copy()))
+        return wrap64(exp.Div(this=exact_multiple, expression=divisor.copy()))  # exact: no rounding
+    return build
+
+
 _BINOPS = {
     "+": _wrapping("try_add", exp.Add), "-": _wrapping("try_subtract", exp.Sub),
     "*": _wrapping("try_multiply", exp.Mul), "/": exp.Div, "%": exp.Mod, "//": _whole_division,
+    "udiv": _unsigned_division("udiv"), "umod": _unsigned_division("umod"),
     "==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
     "&&": exp.And, "||": exp.Or,
 }
@@ -357,6 +385,8 @@ class Expr:
             inner = self.compile(t.arg)
             if t.op == "wrap32":
                 return wrap32(inner)
+            if t.op == "ukey":
+                return ukey(inner)
             return exp.Neg(this=exp.Paren(this=inner)) if t.op == "-" else exp.Not(this=exp.Paren(this=inner))
         if isinstance(t, S.Cond):
             return exp.If(this=self.compile(t.test), true=self.compile(t.then), false=self.compile(t.other))

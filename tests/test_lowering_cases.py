@@ -24,6 +24,7 @@ import pytest
 
 from evita.bootstrap import syntax as S
 from evita.bootstrap.lowering.division import whole_divisions
+from evita.bootstrap.lowering.unsigned import unsigned_order
 from evita.bootstrap.lowering.width import at_width
 from evita.bootstrap.parser import parse_program
 from evita.bootstrap.stage_check import read_cases, write_cases
@@ -57,6 +58,13 @@ def widened(program: S.Program) -> S.Program:
                                              for s in program.statements))
 
 
+def unsigned(program: S.Program) -> S.Program:
+    """The planner's unsigned rewrite, after the division rewrite, as the planner runs them."""
+    rules = iter(unsigned_order(whole_divisions(list(program.rules), program), program))
+    return replace(program, statements=tuple(next(rules) if isinstance(s, S.Rule) else s
+                                             for s in program.statements))
+
+
 def ticked(program: S.Program) -> S.Program:
     """Dedalus time as one timestep's program; a program without time runs as it is
     (the runtime lowers only what `is_dedalus`)."""
@@ -67,7 +75,8 @@ def ticked(program: S.Program) -> S.Program:
 LOWERINGS = {
     "statements": parsed, "disjunction": parsed, "aggregates": parsed, "autoinc": parsed,
     "equalities": parsed, "eqrel": parsed, "components": parsed, "inline": parsed,
-    "subsumption": parsed, "records": parsed, "division": divided, "width": widened, "dedalus": ticked,
+    "subsumption": parsed, "records": parsed, "division": divided, "width": widened, "unsigned": unsigned,
+    "dedalus": ticked,
 }
 
 

@@ -113,9 +113,9 @@ def _kind(t, kinds: dict):
         return kinds.get(t.name)
     if isinstance(t, Const):
         return {INT: "int", FLOAT: "float"}.get(t.type)
-    if isinstance(t, UnOp) and t.op == "-":
+    if isinstance(t, UnOp) and t.op in ("-", "ukey"):  # ukey: lowering/unsigned.py
         return _kind(t.arg, kinds)
-    if isinstance(t, BinOp) and t.op in _ARITHMETIC | {WHOLE_DIVISION}:
+    if isinstance(t, BinOp) and t.op in _ARITHMETIC | {WHOLE_DIVISION, "udiv", "umod"}:
         return _joined([_kind(t.left, kinds), _kind(t.right, kinds)])
     if isinstance(t, Call) and t.func == "as":  # a cast stays within its kind
         return _kind(t.args[0], kinds)

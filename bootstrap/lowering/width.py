@@ -14,6 +14,8 @@ wraps:
 - `to_number` and `to_unsigned` (a float or text may spell any value);
 - the shifts: the distance counts modulo 32; `bshl` wraps; `bshru` shifts the 32-bit
   pattern (`x band 0xFFFFFFFF`);
+- `udiv` and `umod` (lowering/unsigned.py) divide the 32-bit patterns (`x band
+  0xFFFFFFFF`), and wrap;
 - a whole literal above 2^31 - 1 (an unsigned one, such as 255.255.255.255) becomes its
   bit pattern, as the facts' folding gives it.
 
@@ -37,10 +39,12 @@ from ..builtins import canonical
 from ..syntax import INT, Aggregate, BinOp, Call, Const, Rule, UnOp, map_literal, map_subterms
 from ..types import TypeSystem
 from .division import _WHOLE, WHOLE_DIVISION, _joined, _kind, rule_kinds, typing_context
+from .unsigned import UDIV, UMOD
 
 WRAP32 = "wrap32"  # the planner's unary operator; never written in a program
 SUM32 = "sum32"  # the planner's aggregate: a whole sum, wrapped
-_WRAPPED_OPS = ("+", "-", "*", "/", WHOLE_DIVISION)
+_WRAPPED_OPS = ("+", "-", "*", "/", WHOLE_DIVISION, UDIV)
+_UNSIGNED_DIVISIONS = (UDIV, UMOD)  # lowering/unsigned.py: on the 32-bit patterns
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
 
 
@@ -66,7 +70,7 @@ def kind(t, kinds: dict):
         return _joined([kind(a, kinds) for a in t.args])
     if isinstance(t, BinOp):
         joined = _joined([kind(t.left, kinds), kind(t.right, kinds)])
-        return joined if t.op in _WRAPPED_OPS + ("%",) else _kind(t, kinds)
+        return joined if t.op in _WRAPPED_OPS + ("%", UMOD) else _kind(t, kinds)
     return _kind(t, kinds)
 
 
@@ -85,6 +89,9 @@ def _term(t, kinds: dict):
     if isinstance(t, Aggregate):
         whole_sum = t.func == "sum" and t.arg is not None and _whole(t.arg, kinds)
         return replace(map_subterms(t, sub), func=SUM32 if whole_sum else t.func)
+    if isinstance(t, BinOp) and t.op in _UNSIGNED_DIVISIONS:  # the 32-bit patterns divided, wrapped
+        masked = [Call("band", (sub(x), Const(0xFFFFFFFF, INT, t.span)), t.span) for x in (t.left, t.right)]
+        return _wrapped(replace(t, left=masked[0], right=masked[1]))
     if isinstance(t, BinOp) and t.op in _WRAPPED_OPS:
         return _wrapped(map_subterms(t, sub)) if _whole(t, kinds) else map_subterms(t, sub)
     if isinstance(t, UnOp) and t.op == "-":
