@@ -54,7 +54,7 @@ def test_the_oracle_the_columnar_core_and_spark_agree(spark):
     expected = oracle.evaluate(check_program(parse_program(EVALUATOR, "e.dl")))
     here = in_process(EVALUATOR)
     _, result = run_planned(spark, EVALUATOR, "e.dl", "sql")
-    on_spark = {n: {tuple(r) for r in df.collect()} for n, df in result.relations.items()}
+    on_spark = result.tuples()  # one Spark action, with the run's tuning
     for relation, tuples in expected.items():
         assert here[relation] == tuples, relation
         assert on_spark[relation] == tuples, relation
