@@ -68,6 +68,14 @@ def test_the_analysis_compiles_through_every_stage(spark, monkeypatch):
     assert int(rows["delta"][3]) > 50
 
 
+def test_the_analysis_prints_and_parses_back_to_the_same_catalog():
+    from evita.bootstrap.checks import check_program
+    from evita.bootstrap.parser import parse_file
+    from souffle_support import round_trips
+
+    assert round_trips(check_program(parse_file(PROGRAM)))
+
+
 def test_hand_derived_answers(runs):
     got = runs["here"]
     assert got["SanityError"] == []
