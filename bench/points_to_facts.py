@@ -16,8 +16,10 @@ Exception, RuntimeException, Thread, System, Cloneable, Serializable). In a modu
   loads and stores, virtual, special and static calls with arguments and return values,
   string constants, throws, and exception handlers over ranges of them.
 
-Modules call each other only through one static method, so points-to sets stay the size
-of a module's objects, as in real programs, and the analysis grows with the program.
+Modules call each other only through their classes' static methods (one static call in
+five goes to another module), which carry objects across modules: points-to sets grow
+with the program, faster than linearly (10 classes: 33,896 VarPointsTo rows; 30 classes:
+225,142).
 Main.main, the entry point, creates an object of each module's first concrete class and
 calls into every module. Every fact satisfies the analysis's sanity checks.
 """
