@@ -14,6 +14,12 @@ own caches warm: one compile of the smallest program first, not counted). Two sh
   two layers down (negation), and every third a recursive closure; the last layer is
   the output.
 
+`--analysis` also compiles a real program analysis, examples/analysis/points_to.dl (a
+Doop-style points-to and call-graph analysis, some 340 rules), the same way, and prints
+its time over the 100-rule chain's and layered compiles of the same run (measured for
+it when --sizes leaves 100 out). `--analysis-runs 100 300` then times `evita run` of it
+on facts of that many classes (bench/points_to_facts.py), in process and with --spark.
+
 Prints per size: rules, wall seconds of the command, its CPU seconds, the compile's own seconds (the
 title of its table: stages, lattice, saving), the ratio of the wall time to the
 200-rule compile's of the same shape measured in the same run, and the seconds of
@@ -78,6 +84,7 @@ def layered_program(rules: int, width: int = 10) -> str:
 
 
 SHAPES = {"chain": chain_program, "layered": layered_program}
+ANALYSIS = REPO / "examples" / "analysis" / "points_to.dl"
 
 
 def compile_once(path: Path, workdir: Path, timeout: float) -> dict:
@@ -102,6 +109,63 @@ def compile_once(path: Path, workdir: Path, timeout: float) -> dict:
     return {"wall": wall, "cpu": cpu, "own": float(own.group(1)) if own else None, "stages": stages}
 
 
+def run_once(program: Path, facts: Path, workdir: Path, timeout: float, spark: bool) -> dict:
+    """`evita run PROGRAM -F FACTS -D OUT` (every stage on, compile cache off): wall and
+    CPU seconds of the command, in process or with --spark."""
+    env = {**os.environ, "EVITA_COMPILE_CACHE": "0", "COLUMNS": "200", "EVITA_WAREHOUSE": str(workdir / "wh")}
+    evita = Path(sys.executable).parent / "evita"
+    argv = [str(evita), "run", "-q", str(program), "-F", str(facts), "-D", str(workdir / "out")] + (["--spark"] if spark else [])
+    started, cpu_before = time.perf_counter(), _children_cpu()
+    try:
+        done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"wall": None, "error": f"not done after {timeout:.0f} s"}
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu_before
+    if done.returncode != 0:
+        return {"wall": wall, "error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    points_to = workdir / "out" / "VarPointsTo.csv"
+    rows = sum(1 for _ in points_to.open()) if points_to.exists() else 0
+    return {"wall": wall, "cpu": cpu, "VarPointsTo": rows}
+
+
+def analysis(hundred: dict, work: Path, out: Path, timeout: float, run_sizes: list) -> None:
+    """Compile points_to.dl; its time over the 100-rule compiles; then runs of it."""
+    print(f"\n=== analysis: {ANALYSIS.relative_to(REPO)}")
+    for shape in SHAPES:
+        if shape not in hundred:
+            path = out / f"{shape}100.dl"
+            path.write_text(SHAPES[shape](100))
+            hundred[shape] = compile_once(path, work, timeout)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    got = compile_once(ANALYSIS, work, timeout)
+    if got.get("error"):
+        print(f"compile: {got['error']}")
+        return
+    ratios = "  ".join(f"/{shape}100 {got['wall'] / h['wall']:.2f} ({h['wall']:.1f} s)"
+                       for shape, h in hundred.items() if h.get("wall") and not h.get("error"))
+    own = f"{got['own']:.1f}" if got.get("own") is not None else "-"
+    print(f"compile: wall {got['wall']:.1f} s, cpu {got['cpu']:.1f} s, compile {own} s  {ratios}  "
+          f"(load {os.getloadavg()[0]:.1f})")
+    print("per stage (s): " + " ".join(f"{s}={v:.2f}" for s, v in got["stages"].items()))
+    if not run_sizes:
+        return
+    sys.path.insert(0, str(REPO / "bench"))
+    from points_to_facts import generate
+
+    print(f"{'classes':>7} {'facts':>7} {'where':>6} {'wall s':>8} {'cpu s':>7} {'VarPointsTo':>11}")
+    for classes in run_sizes:
+        facts = out / f"facts{classes}"
+        count = sum(generate(classes, facts).values())
+        for spark in (False, True):
+            r = run_once(ANALYSIS, facts, work, timeout, spark)
+            where = "spark" if spark else "here"
+            if r.get("error"):
+                print(f"{classes:>7} {count:>7} {where:>6}  {r['error']}", flush=True)
+                continue
+            print(f"{classes:>7} {count:>7} {where:>6} {r['wall']:>8.1f} {r['cpu']:>7.1f} {r['VarPointsTo']:>11}  "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def _children_cpu() -> float:
     """CPU seconds (user + system) of the finished child processes: steadier than wall
     time on a shared machine, where other work takes turns on the cores."""
@@ -113,9 +177,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 400, 800, 1000],
                     help="program sizes in rules (the 200-rule compile is the ratio's baseline)")
-    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["chain", "layered"])
+    ap.add_argument("--shapes", nargs="*", choices=sorted(SHAPES), default=["chain", "layered"])
     ap.add_argument("--timeout", type=float, default=600, help="seconds before one compile is given up")
     ap.add_argument("--keep", help="write the programs here (default: a temporary folder)")
+    ap.add_argument("--analysis", action="store_true",
+                    help="also compile examples/analysis/points_to.dl, timed against the 100-rule compiles")
+    ap.add_argument("--analysis-runs", type=int, nargs="*", default=[], metavar="CLASSES",
+                    help="with --analysis: time `evita run` of it on generated facts of these many classes")
     args = ap.parse_args()
     sizes = sorted(set(args.sizes) | {BASELINE})
     with tempfile.TemporaryDirectory(prefix="evita-compile-scale-") as tmp:
@@ -125,6 +193,7 @@ def main() -> int:
         warm = out / "warm.dl"
         warm.write_text(chain_program(20))
         compile_once(warm, work, args.timeout)  # the stages' caches (parsed, differentiated) and the OS's
+        hundred = {}  # shape -> its 100-rule compile, the analysis's yardstick
         for shape in args.shapes:
             print(f"\n=== {shape}")
             print(f"load average {os.getloadavg()[0]:.1f}")
@@ -139,11 +208,15 @@ def main() -> int:
                     continue
                 if n == BASELINE:
                     base = got["wall"]
+                if n == 100:
+                    hundred[shape] = got
                 ratio = f"{got['wall'] / base:.2f}" if base else "-"
                 own = f"{got['own']:.1f}" if got.get("own") is not None else "-"
                 per = " ".join(f"{s}={v:.2f}" for s, v in got["stages"].items() if v >= 0.05)
                 print(f"{n:>6} {got['wall']:>8.1f} {got['cpu']:>7.1f} {own:>9} {ratio:>6}  {per}  "
                       f"(load {os.getloadavg()[0]:.1f})", flush=True)
+        if args.analysis:
+            analysis(hundred, work, out, args.timeout, args.analysis_runs)
     return 0
 
 

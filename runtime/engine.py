@@ -221,7 +221,7 @@ class _Cte:
 
 
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
-COLLECT_BYTES = 64 << 20  # a Spark-side input estimated above this is not collected to decide
+COLLECT_BYTES = 64 << 20  # a Spark-side input estimated below this is collected whole; above, at most small_rows + 1 rows
 SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 # Located relations are hash-partitioned on their location column alone. A join or a set
 # difference whose keys include that column then needs no exchange, but Spark requires
@@ -450,15 +450,32 @@ class _Engine:
             estimate = _size_estimate(df)
         except Exception:  # no estimate: do not collect
             raise columnar.Unsupported(f"no size estimate for {name}")
-        if estimate > COLLECT_BYTES:
-            raise columnar.Unsupported(f"{name} is estimated at {estimate} bytes")
         self._actions += 1
-        table = columnar.checked(df.toPandas())
+        if estimate > COLLECT_BYTES:
+            table = self.collect_at_most(name, df)
+        else:
+            table = df.toPandas()
+        table = columnar.checked(table)
         storage = self.df.relations.get(name)
         if storage is not None and storage.arity == 0:
             table = table[[]]  # Spark's unit column (io.UNIT) is not the evaluator's
         if keep:
             self.tables[name] = table
+        return table
+
+    def collect_at_most(self, name: str, df):
+        """The relation's rows when it holds at most `small_rows`, found by collecting
+        one more than that (one action, bounded memory). Spark's estimate cannot decide:
+        without column statistics it takes the product of a join's sides' sizes, so a
+        relation a few joins derive from facts files of a few kilobytes is estimated at
+        terabytes, and a recursion reading it would run on Spark's SQL loop (a Doop-style
+        points-to analysis over a dozen classes: over 20 minutes instead of seconds).
+        Raises Unsupported when it holds more."""
+        from . import columnar
+
+        table = df.limit(self.small_rows + 1).toPandas()
+        if len(table) > self.small_rows:
+            raise columnar.Unsupported(f"{name} holds more than {plural(self.small_rows, 'row')}")
         return table
 
     def spark_frame(self, table, s: Storage):
