@@ -30,7 +30,7 @@ class StageOptions:
     skip: tuple = ()
     only: Optional[tuple] = None
     choose: dict = field(default_factory=dict)  # group -> stage
-    max_iterations: int = 1000  # fixpoint iteration limit per stage
+    max_iterations: Optional[int] = None  # fixpoint iteration limit per stage (None: grows with the program)
     store: bool = True  # keep the compile in the catalog (`evita test-suite` does not)
     dataflow: bool = False  # write the planner's dataflow for the stages that read it (`wants_dataflow`)
     warehouse: Optional[str] = None  # where `evita analyze` keeps the statistics merged in
@@ -46,7 +46,7 @@ class StageOptions:
             choose[group] = stage
         only = getattr(args, "only", None)
         return cls(tuple(getattr(args, "stage_path", None) or ()), tuple(getattr(args, "skip", None) or ()),
-                   tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None) or 1000,
+                   tuple(only) if only is not None else None, choose, getattr(args, "max_iterations", None),
                    getattr(args, "store", True), wants_dataflow(args), getattr(args, "warehouse", None))
 
 

@@ -37,7 +37,7 @@ PROGRAM_SUFFIXES = (".dl", ".olg", ".datalog")
 
 
 def compile(program, spark=None, *, name: Optional[str] = None, stage_paths=(), skip=(), only=None,
-            choose: Optional[dict] = None, max_iterations: int = 1000, number_bits: int = 64) -> "Program":
+            choose: Optional[dict] = None, max_iterations: Optional[int] = None, number_bits: int = 64) -> "Program":
     """Parse, check and compile `program` through the stage lattice, as `evita compile`
     does (every version is kept in the catalog). `program`: a path (str or Path) to a
     .dl/.olg file, or the program's text. `name`: the program's name in the catalog

@@ -412,3 +412,22 @@ def test_run_help_reads_clearly(capsys):
     assert "default: the current directory" in text  # -F, as Soufflé's
     assert "Soufflé's -D" in text and "every relation the run shows" in text
     assert "per stage" not in text and "default: no limit for the program" in text
+
+
+def test_the_stage_iteration_limit_grows_with_the_program_unless_given():
+    """Without --max-iterations a compile leaves the stages' limit to the scheduler, which
+    grows it with the program (a round per rule and atom: magic sets walks a chain of
+    2,500 relations a round each); a fixed 1,000 sent that walk to Spark, where a
+    5,000-rule chain did not compile in 10 minutes."""
+    import argparse
+
+    from evita.bootstrap.compiling import StageOptions
+    from evita.bootstrap.scheduler import STAGE_ITERATIONS, stage_iterations
+    from evita.catalog.encode import encode
+
+    assert StageOptions.from_args(argparse.Namespace()).max_iterations is None
+    assert StageOptions.from_args(argparse.Namespace(max_iterations=7)).max_iterations == 7
+    assert StageOptions().max_iterations is None
+    chain = "".join(f"e{i}(x, y) :- e{i - 1}(x, y).\ne{i}(x, z) :- e{i}(x, y), e{i - 1}(y, z).\n" for i in range(1, 600))
+    rows = encode(parse_program("e0(1, 2).\n" + chain, "chain.dl"))
+    assert stage_iterations(rows) > STAGE_ITERATIONS
