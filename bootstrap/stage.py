@@ -13,7 +13,6 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -458,16 +457,10 @@ CATALOG_SIZED = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.parti
                      for r in ("PushDownLeftSemiAntiJoin", "PushLeftSemiLeftAntiThroughJoin", "EliminateOuterJoin"))}
 
 
-@contextmanager
 def catalog_sized(spark):
-    saved = {k: spark.conf.get(k, None) for k in CATALOG_SIZED}
-    for k, v in CATALOG_SIZED.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    from ..runtime.session import settings_for_a_while
+
+    return settings_for_a_while(spark, CATALOG_SIZED)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from ..bootstrap import syntax as S
 from ..bootstrap.activity import doing
 from ..bootstrap.diagnostics import Diagnostic, EvitaError, plural
 from . import columnar, progress, semantics
+from .session import settings_for_a_while
 from .dataflow import DELETION_SUFFIX, Dataflow, IterationStats, Storage, Stratum
 from .io import plain as _plain
 from .sql import DIALECT, coalesced, list_free, rule_select, select_all, subquery, table, union_all
@@ -76,7 +77,7 @@ class Result:
         session its own settings back: without this, a small run's results were computed
         with adaptive execution on (a job per exchange) and the session's shuffle partitions."""
         spark = self.engine.spark if self.engine is not None else None
-        return _set_for_a_while(spark, self.settings) if spark is not None else contextlib.nullcontext()
+        return settings_for_a_while(spark, self.settings) if spark is not None else contextlib.nullcontext()
 
     def release(self):
         """Drop the run's caches (a catalog evaluation does, once it has its tuples:
@@ -259,7 +260,7 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
     conf = dict(SMALL_CONF) if tuning == "small" else {}
     if not one_partition and any(s.located for s in dataflow.relations.values()):
         conf.update(LOCATED_CONF)
-    with _set_for_a_while(spark, conf):
+    with settings_for_a_while(spark, conf):
         if small_rows is None:
             small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
         engine = _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope)
@@ -267,22 +268,6 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
         result = engine.run()
     result.settings = conf
     return result
-
-
-@contextlib.contextmanager
-def _set_for_a_while(spark, conf: dict):
-    """Spark settings for the block, the session's own again after it."""
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _estimated_bytes(dataflow: Dataflow, inputs: dict) -> int:

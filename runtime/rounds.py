@@ -183,12 +183,10 @@ def run_rounds(engine, st: Stratum) -> bool:
     engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
                                  mode=mode(st)))
     # Adaptive execution would run each round's exchange as a job of its own first
-    saved = engine.spark.conf.get("spark.sql.adaptive.enabled", None)
-    engine.spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
+    from .session import settings_for_a_while
+
+    with settings_for_a_while(engine.spark, {"spark.sql.adaptive.enabled": "false"}):
         frame = _rounds(engine, st, task, frame, looping)
-    finally:
-        engine.spark.conf.set("spark.sql.adaptive.enabled", saved if saved is not None else "true")
     for name in looping:
         blobs = frame.where((F.col("kind") == "state") & (F.col("rel") == name)).select("payload")
         engine.full[name] = engine.keep(blobs.mapInArrow(_Decode(types[name]), _schema(types[name])))

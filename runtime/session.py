@@ -604,6 +604,22 @@ def _python() -> str:
 
 
 @contextlib.contextmanager
+def settings_for_a_while(spark, conf: dict):
+    """Spark settings for the block, the session's own again after it (unset where it had none)."""
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+@contextlib.contextmanager
 def settings_kept(spark):
     """The session's settings after the block are the ones it had before: a SparkSession
     the user handed to the API is theirs. The steps that need settings of their own
