@@ -327,7 +327,8 @@ def run_file(args, spark=None, previews: bool = False):
     from .inputs import facts_dir_of, not_given, output_files, resolve_inputs
     from .io import Inputs, gather_inputs, write_text_outputs
     from .phases import Phases
-    from .session import spark_session
+    from .engine import run_settings
+    from .session import settings_for_a_while, spark_session
     from .statistics import measure
 
     phases = Phases()
@@ -362,13 +363,16 @@ def run_file(args, spark=None, previews: bool = False):
     spark = phases.spark
     # The inputs are read and measured before the stages run: the cost-based stages
     # order joins by their statistics. Their schemas are the program's declarations.
+    planned = plan(program)
     try:
         with doing("the reading of the inputs"), phases.phase("read inputs"):
-            inputs = gather_inputs(spark, plan(program), files=files, lenient=args.lenient)
+            inputs = gather_inputs(spark, planned, files=files, lenient=args.lenient)
     except EvitaError as e:
         e.outcome = "the program did not run"
         raise
-    with doing("the measuring of the inputs"), phases.phase("measure inputs"):
+    # tiny inputs are measured as the run will read them: one job, not one per exchange
+    with doing("the measuring of the inputs"), phases.phase("measure inputs"), \
+            settings_for_a_while(spark, run_settings(planned, dict(inputs))):
         measured = measure(dict(inputs))
     # The API's compile and engine run (runtime/api.py); the catalog attached to the session started above.
     prog = compile_checked(program, spark, StageOptions.from_args(args), measured, phases, notes=print_note,
@@ -380,9 +384,10 @@ def run_file(args, spark=None, previews: bool = False):
     with phases.phase("fixpoint"):
         result = prog.evaluate(inputs, max_iterations=args.max_iterations, local=not args.no_local)
     if previews and (args.souffle_out or args.output):  # written, then previewed: compute each relation once
-        for name in set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set()):
-            if name not in result.held:  # the driver's tables cost nothing to read again
-                result.relations[name].persist()
+        with result.tuned():  # a cached relation's plan is fixed here, with the settings now in force
+            for name in sorted(set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set())):
+                if name not in result.held:  # the driver's tables cost nothing to read again
+                    result.relations[name].persist()
     if args.souffle_out:  # each .output directive: its filename, delimiter and headers
         with phases.phase("write outputs"), result.tuned():
             columns = {name: list(s.columns) for name, s in dataflow.relations.items()}

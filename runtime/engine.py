@@ -223,7 +223,12 @@ class _Cte:
 
 SMALL_BYTES = 8 << 20  # below this estimated input size, tune Spark for tiny jobs
 COLLECT_BYTES = 64 << 20  # a Spark-side input estimated below this is collected whole; above, at most small_rows + 1 rows
-SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+# A tiny job costs a fraction of the default with no adaptive execution (which runs a job
+# per exchange) and one shuffle partition; and no automatic broadcast, which costs a job
+# per broadcast relation where a one-partition join is a stage of the same job. A
+# broadcast a stage chose (`distribution=broadcast`, an atom's method) is a hint, and stays.
+SMALL_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
+              "spark.sql.autoBroadcastJoinThreshold": "-1"}
 # Located relations are hash-partitioned on their location column alone. A join or a set
 # difference whose keys include that column then needs no exchange, but Spark requires
 # co-partitioning on all the keys unless told otherwise.
@@ -255,11 +260,7 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
     expressions of `scope` (a new one if not given), which later runs sharing the
     scope can read (`Result.table`) and collect in the same action (`SqlScope.collect`)."""
     inputs = inputs or {}
-    if tuning == "auto":
-        tuning = "small" if _estimated_bytes(dataflow, inputs) < SMALL_BYTES else "large"
-    conf = dict(SMALL_CONF) if tuning == "small" else {}
-    if not one_partition and any(s.located for s in dataflow.relations.values()):
-        conf.update(LOCATED_CONF)
+    conf = run_settings(dataflow, inputs, tuning, one_partition)
     with settings_for_a_while(spark, conf):
         if small_rows is None:
             small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
@@ -268,6 +269,19 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
         result = engine.run()
     result.settings = conf
     return result
+
+
+def run_settings(dataflow: Dataflow, inputs: dict, tuning: str = "auto", one_partition: bool = False) -> dict:
+    """The Spark settings a run of `dataflow` over `inputs` works under (`run`'s `tuning`).
+    Whatever plans or caches a query over the run's relations or inputs is to do it under
+    them too: Spark fixes a cached relation's plan when it is cached, and an input's
+    statistics are one query over the inputs (`Result.tuned`, `cli_commands.run_file`)."""
+    if tuning == "auto":
+        tuning = "small" if _estimated_bytes(dataflow, inputs) < SMALL_BYTES else "large"
+    conf = dict(SMALL_CONF) if tuning == "small" else {}
+    if not one_partition and any(s.located for s in dataflow.relations.values()):
+        conf.update(LOCATED_CONF)
+    return conf
 
 
 def _estimated_bytes(dataflow: Dataflow, inputs: dict) -> int:

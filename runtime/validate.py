@@ -152,13 +152,20 @@ def _precise_errors(spark, reads: list, errors: dict) -> list:
 
 # ---------------------------------------------------------------- the checked rows
 
+def _for_spark(f: InputFile) -> str:
+    """The file as Spark is to open it: a local path made absolute here, since the JVM
+    resolves a relative one against its own working directory, not this process's
+    (which a notebook or a script may have changed since Spark started)."""
+    return str(Loc.of(f.path))
+
+
 def _text(spark, f: InputFile, s: Storage) -> _Read:
     from pyspark.sql import functions as F
 
     sep = separator(f)
     quoted = is_quoted(f)
     # The ordinal is taken in the projection over the scan, before any filter could shift it.
-    lines = spark.read.text(f.path).select(
+    lines = spark.read.text(_for_spark(f)).select(
         F.regexp_replace("value", "\r$", "").alias("value"), F.col("_metadata.file_path").alias("file"),
         F.col("_metadata.file_block_start").alias("block"), F.monotonically_increasing_id().alias("mid"))
     if f.headers:  # Soufflé headers=true: the first line of the file (of its first split) is no row
@@ -196,7 +203,7 @@ def _text_fast(spark, f: InputFile, s: Storage) -> _Read:
             .otherwise(plain)
     else:
         tokens = plain
-    lines = spark.read.text(f.path).where("value != ''").select(tokens.alias("tokens"))
+    lines = spark.read.text(_for_spark(f)).where("value != ''").select(tokens.alias("tokens"))
     texts = [f"try_element_at(tokens, {i + 1})" for i in range(s.arity)]
     if quoted:  # _unquoted's pattern starts with a quote: test that first, cheaply
         texts = [f"CASE WHEN startswith({v}, '\"') THEN {_unquoted(v)} ELSE {v} END" for v in texts]
@@ -267,7 +274,7 @@ def _parquet(spark, f: InputFile, s: Storage) -> _Read:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    df = spark.read.parquet(f.path)
+    df = spark.read.parquet(_for_spark(f))
     where = S.Span(f.path, 0, 0)
     if len(df.columns) != s.arity:
         raise EvitaError([Diagnostic("input-columns", f"{f.path} has {plural(len(df.columns), 'column')}; {s.name} has "

@@ -495,3 +495,35 @@ def test_a_small_runs_results_are_read_with_its_tuning(spark):
     assert spark.conf.get("spark.sql.adaptive.enabled") != "false"
     with result.tuned():
         assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+
+
+def test_a_small_spark_run_measures_writes_and_shows_in_a_job_or_so_each(spark, tmp_path, capsys, monkeypatch):
+    """`evita run --spark -D` of tiny inputs: the inputs' statistics are one job, and the
+    outputs are written and shown with the run's tuning. Before, the statistics and the
+    relations cached for the previews were planned with the session's settings
+    (adaptive execution: a job per exchange; 37 jobs to measure nine inputs of the
+    points-to analysis), and each join of tiny relations broadcast one side, a job per
+    broadcast (468 jobs in all for that analysis; 100 after)."""
+    from evita.bootstrap.cli import main
+
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    (facts / "edge.facts").write_text("".join(f"{i}\t{i + 1}\n" for i in range(30)))
+    (facts / "label.facts").write_text("".join(f"{i}\tn{i % 3}\n" for i in range(31)))
+    (tmp_path / "p.dl").write_text(
+        ".decl edge(x: number, y: number)\n.input edge\n.decl label(x: number, l: symbol)\n.input label\n"
+        ".decl two(x: number, z: number, l: symbol)\n.output two\n"
+        ".decl per(l: symbol, n: number)\n.output per\n"
+        "two(x, z, l) :- edge(x, y), edge(y, z), label(z, l).\n"
+        "per(l, n) :- label(_, l), n = count : { two(_, _, l) }.\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "p.dl", "-F", "facts", "-D", "out", "--spark", "--stats"]) == 0
+    jobs = {}
+    for line in capsys.readouterr().out.splitlines():
+        parts = line.rsplit(None, 3)
+        if len(parts) == 4 and parts[-1].isdigit() and parts[0] in ("read inputs", "measure inputs",
+                                                                     "write outputs", "previews"):
+            jobs[parts[0]] = int(parts[-1])
+    assert jobs["measure inputs"] == 1, jobs
+    assert jobs["write outputs"] <= 2 and jobs["previews"] <= 1, jobs  # a job per output, the previews one
+    assert (tmp_path / "out" / "per.csv").read_text().splitlines() == ["n0\t10", "n1\t9", "n2\t10"]
