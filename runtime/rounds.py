@@ -8,7 +8,12 @@ is one *round*:
 
 * every partition holds its part of each looping relation, the new tuples sent to it,
   and what its rules read: a copy of each lower relation partitioned on the column
-  that joins the partition's own tuples, or the whole relation where no column does;
+  that joins the partition's own tuples, or the whole relation where no column does.
+  The copies are cut and placed once, in round 1's job (partitioned as the round's
+  exchange partitions the state, and checkpointed); every round's task reads its
+  partition of them beside its state (a cogroup that moves only the state and the
+  messages), and a Python worker keeps a partition's decoded copies for the run's
+  later rounds;
 * it runs up to `local_iterations` semi-naive iterations (`semantics.fixpoint`, the one
   definition of a round, with `route`): a derived tuple it owns joins its state at once
   and drives its next iteration; one owned elsewhere is sent;
@@ -165,16 +170,17 @@ def run_rounds(engine, st: Stratum) -> bool:
     for name in looping:
         start = starts[name]
         start = start.select(*[F.col(c).cast(t).alias(c) for c, t in zip(start.columns, types[name])])
-        frames.append(_blobs(start, name, "msg", owner[name], types[name], parts))
-    for copy in copies.values():
-        base = engine.frame(engine.full[copy.relation])
+        frames.append(_blobs(start, [(name, owner[name])], "msg", types[name], parts))
+    for relation in dict.fromkeys(c.relation for c in copies.values()):  # its copies cut in one pass
+        base = engine.frame(engine.full[relation])
         copy_types = [f.dataType.simpleString() for f in base.schema.fields]
         if any(t not in ARROW for t in copy_types):
             engine.notes.append(f"stratum {st.index} runs in the distributed loop, not in rounds: "
-                                f"{copy.relation} has a column of type {copy_types}")
+                                f"{relation} has a column of type {copy_types}")
             return False
-        types[copy.name] = copy_types
-        bases.append(_blobs(base, copy.name, "base", copy.column, copy_types, parts))
+        cut = [(c.name, c.column) for c in copies.values() if c.relation == relation]
+        types.update({name: copy_types for name, _ in cut})
+        bases.append(_blobs(base, cut, "base", copy_types, parts))
     frame = _union(frames)
     base = _union(bases)
     storages = {n: engine.df.relations[n] for n in looping}
@@ -321,23 +327,25 @@ def _unblob(payload: bytes):
     return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
-def _blobs(df, name: str, kind: str, column: Optional[int], types: list, parts: int):
-    """The relation's rows as blobs addressed to their partitions (every partition when
-    `column` is None), made where the rows are: no shuffle yet."""
+def _blobs(df, cuts: list, kind: str, types: list, parts: int):
+    """The relation's rows as blobs addressed to their partitions, made where the rows
+    are (no shuffle yet): for each (name, column) of `cuts`, partitioned on the column
+    (every partition gets all rows where it is None)."""
     def encode(batches):
         import numpy as np
         import pyarrow as pa
 
         for batch in batches:
             table = pa.Table.from_batches([batch]).cast(_arrow_schema(types))
-            if column is None:
-                targets = [(p, table) for p in range(parts)]
-            else:
-                owner = owners(table.column(column).to_numpy(zero_copy_only=False), parts, types[column])
-                targets = [(int(p), table.filter(pa.array(owner == p))) for p in np.unique(owner)]
-            for p, rows in targets:
-                yield pa.RecordBatch.from_pydict({"part": pa.array([p], pa.int32()), "kind": [kind], "rel": [name],
-                                                  "payload": pa.array([_blob(rows)], pa.binary())})
+            for name, column in cuts:
+                if column is None:
+                    targets = [(p, table) for p in range(parts)]
+                else:
+                    owner = owners(table.column(column).to_numpy(zero_copy_only=False), parts, types[column])
+                    targets = [(int(p), table.filter(pa.array(owner == p))) for p in np.unique(owner)]
+                for p, rows in targets:
+                    yield pa.RecordBatch.from_pydict({"part": pa.array([p], pa.int32()), "kind": [kind],
+                                                      "rel": [name], "payload": pa.array([_blob(rows)], pa.binary())})
 
     return df.mapInArrow(encode, SCHEMA)
 
@@ -354,7 +362,7 @@ class _Decode:
                 yield from _unblob(payload).cast(_arrow_schema(self.types, exact=True)).to_batches()
 
 
-# (run, partition) -> (copy tables, their `_Lookups`), in a Python worker: `_Round.copies`
+# (run, partition) -> {copy name: table}, in a Python worker: `_Round.copies`
 _KEPT: dict = {}
 
 
@@ -379,12 +387,12 @@ class _Round:
             return self(key, pdf, copies)
         return one_partition
 
-    def copies(self, part: int, pdf):
-        """(copy name -> table, their `_Lookups`) for the partition. A Python worker runs
-        many rounds' tasks (Spark reuses it): the tables it decoded, and the indexes it built
-        on them, for this run's partition are kept, not rebuilt, whichever round asks."""
-        from .columnar import _Lookups
-
+    def copies(self, part: int, pdf) -> dict:
+        """copy name -> table, for the partition. A Python worker runs many rounds' tasks
+        (Spark reuses it): the tables it decoded for this run's partition are kept, not
+        decoded again, whichever round asks. (The evaluator's `_Lookups` indexes are not
+        built here: at 10^6 edges, building a dict index over each partition's copy in
+        every worker cost more than the merges it saves: docs/performance.md.)"""
         key = (self.run, part)
         kept = _KEPT.get(key)
         if kept is None:
@@ -395,7 +403,7 @@ class _Round:
                 for rel, payload in zip(pdf["rel"], pdf["payload"]):
                     blobs.setdefault(rel, []).append(payload)
             names = [n for n in self.storages if n not in self.owner]
-            kept = _KEPT[key] = ({n: self.table(blobs.get(n, []), n) for n in names}, _Lookups(names))
+            kept = _KEPT[key] = {n: self.table(blobs.get(n, []), n) for n in names}
         return kept
 
     def table(self, blobs: list, name: str):
@@ -418,7 +426,7 @@ class _Round:
         blobs: dict = {}
         for kind, rel, payload in zip(pdf["kind"], pdf["rel"], pdf["payload"]):
             blobs.setdefault((kind, rel), []).append(payload)
-        tables, lookups = self.copies(part, copies)
+        tables = self.copies(part, copies)
         ops = PandasTables()
         full, delta, sizes, held = {}, {}, {}, {}
         for name in self.owner:
@@ -440,8 +448,7 @@ class _Round:
         def derive(name, read):
             def reading(step):
                 return read(step) if step.relation in self.owner else tables[step.relation]
-            outputs = [d for d in (evaluate_rule(r, reading, lookups) for r in self.st.delta_rules if r.head == name)
-                       if len(d)]
+            outputs = [d for d in (evaluate_rule(r, reading) for r in self.st.delta_rules if r.head == name) if len(d)]
             return ops.union(self.storages[name], outputs) if outputs else None
 
         read = time.perf_counter()
