@@ -14,7 +14,9 @@ Each workload writes its facts once (fixed seeds) and then times, in the same ru
                statements where the recursion needs min inside it (cc, sssp)
   spark-cte    Spark's own `WITH RECURSIVE ... UNION ALL` (acyclic inputs only: the tree)
 and prints seconds and the ratio against DuckDB. Answers are compared by row counts and a
-checksum of the output files. Peak resident memory: for evita, the Python driver's own
+checksum of the output files; each evita run's `--stats` is kept beside its output
+(WORK/out/WORKLOAD-SIZE-RUNNER.stats.txt: phases, rounds, each round's Spark jobs and
+bytes exchanged). Peak resident memory: for evita, the Python driver's own
 (as `--stats` prints it; the JVM apart); for the baselines, the child process's.
 
 Workloads:
@@ -259,6 +261,8 @@ def main(argv=None) -> int:
                 except RuntimeError as e:
                     print(f"{workload:<8} {size:>10,} {runner:<12} failed: {str(e).splitlines()[-1][:80]}")
                     continue
+                if not formatted:  # evita's --stats (phases, rounds, each round's jobs and exchange), to read after
+                    (work / "out" / f"{workload}-{size}-{runner}.stats.txt").write_text(text)
                 rows, digest = answer(out)
                 answers.add((rows, digest))
                 base = seconds if runner == "duckdb" else base

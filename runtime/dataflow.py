@@ -215,6 +215,7 @@ class IterationStats:
     seconds: float
     mode: str = "sql"  # "sql" (distributed loop), "local" (per-partition tasks), "small" (driver),
     # "here" (a whole run in process, no Spark: runtime/here.py)
+    exchanged: Optional[int] = None  # a round's bytes written to Spark's exchange (runtime/rounds.py)
 
 
 @dataclass

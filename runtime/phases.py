@@ -21,6 +21,37 @@ from .session import not_started, spark_context
 JOB_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
+class SparkWork:
+    """The Spark jobs the caller's thread starts from now on (in its job group), and the
+    bytes their stages write to the exchange, as Spark's own status store counts them.
+    Over Spark Connect (no context here) neither is known: `since` gives (None, None)."""
+
+    def __init__(self, spark):
+        self.sc = spark_context(spark)
+        self.before = self._jobs()
+
+    def _jobs(self) -> set:
+        if self.sc is None:
+            return set()
+        return set(self.sc.statusTracker().getJobIdsForGroup(self.sc.getLocalProperty("spark.jobGroup.id")))
+
+    def since(self) -> tuple:
+        """(jobs started, bytes their stages wrote to the exchange)."""
+        if self.sc is None:
+            return None, None
+        core = self.sc._jsc.sc()
+        core.listenerBus().waitUntilEmpty()  # a stage's metrics reach the store through the listener bus
+        jobs = sorted(self._jobs() - self.before)
+        store, written = core.statusStore(), 0
+        for job in jobs:
+            info = self.sc.statusTracker().getJobInfo(job)
+            for stage in (info.stageIds if info is not None else ()):
+                data = store.lastStageAttempt(stage)
+                if data.status().toString() == "COMPLETE":
+                    written += data.shuffleWriteBytes()
+        return len(jobs), written
+
+
 class Phases:
     def __init__(self):
         self.seconds: dict = {}

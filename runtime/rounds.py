@@ -8,7 +8,12 @@ is one *round*:
 
 * every partition holds its part of each looping relation, the new tuples sent to it,
   and what its rules read: a copy of each lower relation partitioned on the column
-  that joins the partition's own tuples, or the whole relation where no column does;
+  that joins the partition's own tuples, or the whole relation where no column does.
+  The copies are cut and placed once, in round 1's job (partitioned as the round's
+  exchange partitions the state, and checkpointed); every round's task reads its
+  partition of them beside its state (a cogroup that moves only the state and the
+  messages), and a Python worker keeps a partition's decoded copies for the run's
+  later rounds;
 * it runs up to `local_iterations` semi-naive iterations (`semantics.fixpoint`, the one
   definition of a round, with `route`): a derived tuple it owns joins its state at once
   and drives its next iteration; one owned elsewhere is sent;
@@ -33,12 +38,14 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from . import progress, semantics
 from .columnar import ARROW, arrow_type
 from .dataflow import IterationStats, RoundsPlan, Stratum, copy_name
+from .phases import SparkWork
 from .session import parallelism
 
 SCHEMA = "part int, kind string, rel string, payload binary"
@@ -159,42 +166,57 @@ def run_rounds(engine, st: Stratum) -> bool:
         return False
     parts = max(1, parallelism(engine.spark))
     owner = dict(st.rounds.partition)
-    frames = []
+    frames, bases = [], []
     for name in looping:
         start = starts[name]
         start = start.select(*[F.col(c).cast(t).alias(c) for c, t in zip(start.columns, types[name])])
-        frames.append(_blobs(start, name, "msg", owner[name], types[name], parts))
-    for copy in copies.values():
-        base = engine.frame(engine.full[copy.relation])
+        frames.append(_blobs(start, [(name, owner[name])], "msg", types[name], parts))
+    for relation in dict.fromkeys(c.relation for c in copies.values()):  # its copies cut in one pass
+        base = engine.frame(engine.full[relation])
         copy_types = [f.dataType.simpleString() for f in base.schema.fields]
         if any(t not in ARROW for t in copy_types):
             engine.notes.append(f"stratum {st.index} runs in the distributed loop, not in rounds: "
-                                f"{copy.relation} has a column of type {copy_types}")
+                                f"{relation} has a column of type {copy_types}")
             return False
-        types[copy.name] = copy_types
-        frames.append(_blobs(base, copy.name, "base", copy.column, copy_types, parts))
-    frame = frames[0]
-    for f in frames[1:]:
-        frame = frame.unionByName(f)
+        cut = [(c.name, c.column) for c in copies.values() if c.relation == relation]
+        types.update({name: copy_types for name, _ in cut})
+        bases.append(_blobs(base, cut, "base", copy_types, parts))
+    frame = _union(frames)
+    base = _union(bases)
     storages = {n: engine.df.relations[n] for n in looping}
     storages.update({c.name: replace(engine.df.relations[c.relation], name=c.name) for c in copies.values()})
     task = _Round(replace(st, relations=tuple(looping), init_rules=(), delta_rules=rules),
-                  storages, types, owner, parts, st.rounds.local_iterations, straggler())
+                  storages, types, owner, parts, st.rounds.local_iterations, straggler(), uuid.uuid4().hex)
     engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
                                  mode=mode(st)))
     # Adaptive execution would run each round's exchange as a job of its own first
     from .session import settings_for_a_while
 
-    with settings_for_a_while(engine.spark, {"spark.sql.adaptive.enabled": "false"}):
-        frame = _rounds(engine, st, task, frame, looping)
+    # and re-plan the exchanges; with `parts` shuffle partitions, the copies' partitioning
+    # (below) is the one every round's state is exchanged into, so they are not moved again.
+    with settings_for_a_while(engine.spark, {"spark.sql.adaptive.enabled": "false",
+                                             "spark.sql.shuffle.partitions": str(parts)}):
+        if base is not None:  # cut and placed once, in round 1's job; read where they lie after
+            base = base.repartition(parts, "part").localCheckpoint(eager=False)
+        frame = _rounds(engine, st, task, frame, base, looping)
     for name in looping:
         blobs = frame.where((F.col("kind") == "state") & (F.col("rel") == name)).select("payload")
         engine.full[name] = engine.keep(blobs.mapInArrow(_Decode(types[name]), _schema(types[name])))
     return True
 
 
-def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
-    """Rounds until no partition sends or holds back anything: the last round's blobs."""
+def _union(frames: list):
+    out = frames[0] if frames else None
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _rounds(engine, st: Stratum, task: "_Round", frame, base, looping: list):
+    """Rounds until no partition sends or holds back anything: the last round's blobs.
+    `base`: the copies' blobs, partitioned as the rounds' exchange partitions the state
+    (None when the rules read no copy); each round's task reads its partition of them
+    beside its state, without an exchange."""
     round_no, sent, moving, done = 0, {}, {}, 0  # done: iterations so far, the busiest partition's
     while True:
         round_no += 1
@@ -204,20 +226,28 @@ def _rounds(engine, st: Stratum, task: "_Round", frame, looping: list):
             left = engine.max_iterations - done
             task.budget = left if st.rounds.local_iterations is None else min(st.rounds.local_iterations, left)
         t1 = time.perf_counter()
-        out = frame.groupBy("part").applyInPandas(task.function(), SCHEMA).localCheckpoint(eager=False)
-        engine._actions += 1
+        if base is None:
+            out = frame.groupBy("part").applyInPandas(task.function(), SCHEMA)
+        else:
+            out = frame.groupBy("part").cogroup(base.groupBy("part")).applyInPandas(task.cogrouped(), SCHEMA)
+        out = out.localCheckpoint(eager=False)
+        work = SparkWork(engine.spark)
         counts = [json.loads(r.payload) for r in out.where("kind = 'stat'").select("payload").collect()]
+        jobs, exchanged = work.since()
+        engine._actions += 1 if jobs is None else jobs
         sent = {n: sum(c["sent"].get(n, 0) for c in counts) for n in looping}
         gained = {n: sum(c["gained"].get(n, 0) for c in counts) for n in looping}  # what the partitions keep
         held_back = {n: sum(c["pending"].get(n, 0) for c in counts) for n in looping}
         pending, moving = sum(held_back.values()), held_back
         iterations = max((c["iterations"] for c in counts), default=0)
         done += max(1, iterations)
-        engine.record(IterationStats(st.index, round_no, 1, gained, time.perf_counter() - t1, mode=mode(st)))
+        engine.record(IterationStats(st.index, round_no, 1 if jobs is None else jobs, gained,
+                                     time.perf_counter() - t1, mode=mode(st), exchanged=exchanged))
         slowest = max(counts, key=lambda c: sum(c["seconds"].values()), default=None)
         if slowest is not None:  # where a round's time goes: its slowest partition's task
-            engine.notes.append(f"stratum {st.index} round {round_no}: {plural_iterations(iterations)}; the slowest "
-                                "partition read its blobs in {read:.2f} s, iterated {iterate:.2f} s, wrote "
+            moved = "" if exchanged is None else f", {exchanged / 1e6:,.1f} MB exchanged"
+            engine.notes.append(f"stratum {st.index} round {round_no}: {plural_iterations(iterations)}{moved}; the "
+                                "slowest partition read its blobs in {read:.2f} s, iterated {iterate:.2f} s, wrote "
                                 "{write:.2f} s".format(**slowest["seconds"]))
         frame = out.where("kind != 'stat'")
         if engine.reports(st):
@@ -297,23 +327,25 @@ def _unblob(payload: bytes):
     return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
-def _blobs(df, name: str, kind: str, column: Optional[int], types: list, parts: int):
-    """The relation's rows as blobs addressed to their partitions (every partition when
-    `column` is None), made where the rows are: no shuffle yet."""
+def _blobs(df, cuts: list, kind: str, types: list, parts: int):
+    """The relation's rows as blobs addressed to their partitions, made where the rows
+    are (no shuffle yet): for each (name, column) of `cuts`, partitioned on the column
+    (every partition gets all rows where it is None)."""
     def encode(batches):
         import numpy as np
         import pyarrow as pa
 
         for batch in batches:
             table = pa.Table.from_batches([batch]).cast(_arrow_schema(types))
-            if column is None:
-                targets = [(p, table) for p in range(parts)]
-            else:
-                owner = owners(table.column(column).to_numpy(zero_copy_only=False), parts, types[column])
-                targets = [(int(p), table.filter(pa.array(owner == p))) for p in np.unique(owner)]
-            for p, rows in targets:
-                yield pa.RecordBatch.from_pydict({"part": pa.array([p], pa.int32()), "kind": [kind], "rel": [name],
-                                                  "payload": pa.array([_blob(rows)], pa.binary())})
+            for name, column in cuts:
+                if column is None:
+                    targets = [(p, table) for p in range(parts)]
+                else:
+                    owner = owners(table.column(column).to_numpy(zero_copy_only=False), parts, types[column])
+                    targets = [(int(p), table.filter(pa.array(owner == p))) for p in np.unique(owner)]
+                for p, rows in targets:
+                    yield pa.RecordBatch.from_pydict({"part": pa.array([p], pa.int32()), "kind": [kind],
+                                                      "rel": [name], "payload": pa.array([_blob(rows)], pa.binary())})
 
     return df.mapInArrow(encode, SCHEMA)
 
@@ -330,20 +362,49 @@ class _Decode:
                 yield from _unblob(payload).cast(_arrow_schema(self.types, exact=True)).to_batches()
 
 
+# (run, partition) -> {copy name: table}, in a Python worker: `_Round.copies`
+_KEPT: dict = {}
+
+
 class _Round:
     """One partition's round (a grouped `applyInPandas` function; pickled to the workers)."""
 
     def __init__(self, st: Stratum, storages: dict, types: dict, owner: dict, parts: int, budget: int,
-                 slow: tuple = (None, 0.0)):
+                 slow: tuple = (None, 0.0), run: str = ""):
         self.st, self.storages, self.types = st, storages, types
         self.owner, self.parts, self.budget = owner, parts, budget
-        self.slow = slow
+        self.slow, self.run = slow, run
 
     def function(self):
         """A plain (key, rows) function: Spark reads the parameters of what it is given."""
         def one_partition(key, pdf):
-            return self(key, pdf)
+            return self(key, pdf, None)
         return one_partition
+
+    def cogrouped(self):
+        """(key, state and messages, copies): the function of a round that reads copies."""
+        def one_partition(key, pdf, copies):
+            return self(key, pdf, copies)
+        return one_partition
+
+    def copies(self, part: int, pdf) -> dict:
+        """copy name -> table, for the partition. A Python worker runs many rounds' tasks
+        (Spark reuses it): the tables it decoded for this run's partition are kept, not
+        decoded again, whichever round asks. (The evaluator's `_Lookups` indexes are not
+        built here: at 10^6 edges, building a dict index over each partition's copy in
+        every worker cost more than the merges it saves: docs/performance.md.)"""
+        key = (self.run, part)
+        kept = _KEPT.get(key)
+        if kept is None:
+            for other in [k for k in _KEPT if k[0] != self.run]:  # an earlier run's: done with
+                del _KEPT[other]
+            blobs: dict = {}
+            if pdf is not None:
+                for rel, payload in zip(pdf["rel"], pdf["payload"]):
+                    blobs.setdefault(rel, []).append(payload)
+            names = [n for n in self.storages if n not in self.owner]
+            kept = _KEPT[key] = {n: self.table(blobs.get(n, []), n) for n in names}
+        return kept
 
     def table(self, blobs: list, name: str):
         import pandas as pd
@@ -353,7 +414,7 @@ class _Round:
             return pd.DataFrame({f"c{i}": pd.Series([], dtype=_PANDAS[t]) for i, t in enumerate(self.types[name])})
         return pa.concat_tables([_unblob(b) for b in blobs]).to_pandas()
 
-    def __call__(self, key, pdf):
+    def __call__(self, key, pdf, copies):
         import pandas as pd
         import pyarrow as pa
         from .columnar import PandasTables, evaluate_rule
@@ -365,8 +426,7 @@ class _Round:
         blobs: dict = {}
         for kind, rel, payload in zip(pdf["kind"], pdf["rel"], pdf["payload"]):
             blobs.setdefault((kind, rel), []).append(payload)
-        tables = {name: self.table(blobs.get(("base", name), []), name)
-                  for name in self.storages if name not in self.owner}
+        tables = self.copies(part, copies)
         ops = PandasTables()
         full, delta, sizes, held = {}, {}, {}, {}
         for name in self.owner:
@@ -415,10 +475,6 @@ class _Round:
                 for p in sorted(set(dest.tolist())):
                     emit(p, "msg", name, away[dest == p].reset_index(drop=True))
                 stat["sent"][name] = len(away)
-        for name in self.storages:  # the partition's copies, for the next round
-            if name not in self.owner:
-                for payload in blobs.get(("base", name), []):
-                    rows.append((part, "base", name, payload))
         stat["seconds"] = {"read": read - clock, "iterate": iterated - read, "write": time.perf_counter() - iterated}
         rows.append((part, "stat", "", json.dumps(stat).encode()))
         return pd.DataFrame(rows, columns=["part", "kind", "rel", "payload"])

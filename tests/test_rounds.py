@@ -126,3 +126,19 @@ def test_a_plan_in_rounds_written_without_copies_keeps_the_loop_and_says_why(spa
     stratum = next(st for st in compiled_plan(spark, text).strata if "cc" in st.relations)
     assert stratum.strategy == "distributed" and stratum.rounds is None
     assert "but rule r2_d1 reads edge with no copy placed for a partition" in stratum.reason
+
+
+def test_the_copies_cross_the_exchange_once_not_every_round(spark):
+    """Many edges over few nodes: the edge copies outweigh the state and the messages.
+    Spark's own stage metrics say what each round's job wrote to the exchange: round 1
+    places the copies, later rounds move only the state and the new tuples (a round that
+    shipped the copies again would write about as much as round 1)."""
+    text = CC + graph(100, 4000, seed=7)
+    flow, rounds, got = answers(spark, text, "cc", small_rows=0)
+    stratum = next(st for st in flow.strata if "cc" in st.relations)
+    steps = sorted((s for s in rounds.stats if s.stratum == stratum.index and s.iteration > 0),
+                   key=lambda s: s.iteration)
+    assert len(steps) >= 2 and all(s.actions == 1 for s in steps), steps
+    first, later = steps[0].exchanged, [s.exchanged for s in steps[1:]]
+    assert first and all(b is not None and b < first / 4 for b in later), (first, later)
+    assert got == answers(spark, text, "cc")[2]
