@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -144,6 +145,17 @@ def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
     assert _evita("compile", str(EXAMPLES / "same_generation.dl"), env=env).returncode == 0
     code, both, pyspark, said = sql(query)
     assert code == 0 and " tc " in both and " same_generation " in both and pyspark == 0, both + said
+
+    from evita.runtime import sql_daemon
+
+    answers = [None] * 4  # at once: the daemon takes them one at a time, each whole
+    threads = [threading.Thread(target=lambda i=i: answers.__setitem__(i, sql_daemon.ask(query, 200, warehouse)))
+               for i in range(len(answers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(a is not None and a["rows"] == [["same_generation"], ["tc"]] for a in answers), answers
 
     code, out, pyspark, said = sql("SELECT nosuch FROM evita.rule")
     assert code == 1 and pyspark == 0 and said.startswith("error: Spark SQL rejected the query: ") \
