@@ -116,14 +116,12 @@ class Daemon:
         self._attach()
         file = Path(folder) / "warm-up.parquet"
         pq.write_table(pa.table({"name": [f"r{i}" for i in range(20)], "k": [i % 5 for i in range(20)]}), file)
-        began = time.perf_counter()
-        for round_ in range(WARM_UP_ROUNDS):
-            if round_:
-                _log(f"warm-up round {round_} took {time.perf_counter() - began:.2f} s")
-                began = time.perf_counter()
+        for round_ in range(1, WARM_UP_ROUNDS + 1):
+            began = time.perf_counter()
             for query in WARM_UP:
                 self.spark.sql(query.format(program=store.qualified("program"),
                                             file=str(file).replace("`", "``"))).collect()
+            _log(f"warm-up round {round_} took {time.perf_counter() - began:.2f} s")
 
     def _attach(self) -> list:
         from ..catalog import store
