@@ -126,8 +126,9 @@ def test_programs_over_spark_connect(connect_server, spark, tmp_path, capsys):
 
 def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
     """`evita sql` with the server is answered by its daemon (runtime/sql_daemon.py): the
-    command imports no Spark client. A compile between two queries is seen by the second
-    (the daemon attaches again when the catalog's stamp moved); a bad query is the same
+    command imports no Spark client. A compile between two queries is seen by the second,
+    and so is one killed half way, which the daemon's attach (again, as the catalog's stamp
+    moved) finishes; concurrent queries are each answered whole; a bad query is the same
     one-line error as without it; a daemon gone (its port stale) leaves the command to
     ask Spark itself, with the same answer and nothing said."""
     warehouse, port, env = connect_server
@@ -157,6 +158,14 @@ def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
         t.join(120)
     assert all(a is not None and a["rows"] == [["same_generation"], ["tc"]] for a in answers), answers
 
+    # a compile killed after its commit point, before it moved its files into place: the
+    # daemon's next attach (the stamp moved) finishes it, as a command of its own would
+    crashed = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "compile", str(EXAMPLES / "sssp.dl")],
+                             env={**env, "EVITA_CRASH_AT": "committed"}, capture_output=True, text=True, timeout=300)
+    assert crashed.returncode == -9, crashed.stdout + crashed.stderr
+    code, three, pyspark, said = sql(query)
+    assert code == 0 and " sssp " in three and " tc " in three and pyspark == 0 and "note:" in said, three + said
+
     code, out, pyspark, said = sql("SELECT nosuch FROM evita.rule")
     assert code == 1 and pyspark == 0 and said.startswith("error: Spark SQL rejected the query: ") \
         and "Traceback" not in said and len(said.splitlines()) == 2, said
@@ -170,7 +179,7 @@ def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
         code, stale_out, pyspark, said = sql(query)
     finally:
         state_file.write_text(kept)
-    assert code == 0 and stale_out == both and pyspark > 0 and said.strip() == "", stale_out + said
+    assert code == 0 and stale_out == three and pyspark > 0 and said.strip() == "", stale_out + said
 
 
 def test_kill_9_of_server_start_leaves_nothing_that_blocks_the_next(tmp_path):
