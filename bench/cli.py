@@ -112,8 +112,11 @@ FAILS = {"catalog bad"}  # exits 1: the name is rejected
 TARGETS = {name: (2, 2) for name in INTERACTIVE} | {"sql": (2, 8), "run": (5, 10)}
 
 
+PYTHON = sys.executable  # whose evita is timed: `--python` (another checkout's venv, for a before/after)
+
+
 def timed(argv: list, cwd: Path, env: dict, fails: bool = False) -> float:
-    cmd = [sys.executable, "-m", "evita.bootstrap.cli", *argv, "-q"]
+    cmd = [PYTHON, "-m", "evita.bootstrap.cli", *argv, "-q"]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - t0
@@ -122,12 +125,13 @@ def timed(argv: list, cwd: Path, env: dict, fails: bool = False) -> float:
     return seconds
 
 
-def interactive(repeat: int, modes=("no server", "server")) -> int:
+def interactive(repeat: int, modes=("no server", "server"), only=None) -> int:
     import statistics
 
     results = {}
     order = ["plan", "explain system_r", "explain magic", "run", "load", "catalog", "catalog rule", "catalog bad",
              "print", "sql"]  # plan first: its first compile is cold
+    order = [name for name in order if not only or name in only or name in ("catalog", "load")]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for mode in modes:
@@ -147,7 +151,7 @@ def interactive(repeat: int, modes=("no server", "server")) -> int:
                     timed(["server", "stop"], root, env)
     print(f"\n{'command':<17}" + "".join(f"  {mode + ': first':>17} {'median':>7} {'x catalog':>9}" for mode in modes)
           + "   target (server / no server)")
-    for name in INTERACTIVE:
+    for name in order:
         cells = ""
         for mode in modes:
             times, base = results[(name, mode)], statistics.median(results[("catalog", mode)][1:])
@@ -164,9 +168,16 @@ def main(argv=None) -> int:
                          "a server, against evita catalog")
     ap.add_argument("--repeat", type=int, default=3, help="with --interactive: runs after the first")
     ap.add_argument("--no-server", action="store_true", help="with --interactive: without a server only")
+    ap.add_argument("--command", action="append", choices=list(INTERACTIVE),
+                    help="with --interactive: only these (and catalog, the baseline, and load, which gives the "
+                         "queries a program)")
+    ap.add_argument("--python", help="with --interactive: time the evita of this Python (another checkout's venv: "
+                                     "before and after in one run); default this one")
     args = ap.parse_args(argv)
     if args.interactive:
-        return interactive(args.repeat, ("no server",) if args.no_server else ("no server", "server"))
+        global PYTHON
+        PYTHON = args.python or sys.executable
+        return interactive(args.repeat, ("no server",) if args.no_server else ("no server", "server"), args.command)
     work = args.only or ["nat", "tc+sg"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

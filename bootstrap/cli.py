@@ -406,6 +406,8 @@ def cmd_catalog(args) -> int:
 
 
 def cmd_sql(args) -> int:
+    if _sql_by_daemon(args):
+        return 0
     spark = session(args, only=catalog_tables_read(args.query), brief=True)
     try:
         df = spark.sql(args.query)
@@ -414,6 +416,32 @@ def cmd_sql(args) -> int:
                         "hint: catalog tables are evita.<table>; list them with `evita catalog`") from None
     show(df, args.limit)
     return 0
+
+
+def _sql_by_daemon(args) -> bool:
+    """Answer from the warm server's `evita sql` daemon (runtime/sql_daemon.py) when this
+    command would use that server: no Spark client imported, nothing attached here. False:
+    there is none (or it cannot answer now), and the command asks Spark itself. With
+    --verbose it always does, so Spark's logs and the trace are there to see."""
+    from evita.runtime import sql_daemon
+    from evita.runtime.session import warehouse_dir
+
+    if getattr(args, "verbose", False) or getattr(args, "master", None) or getattr(args, "remote", None) or \
+            any(os.environ.get(v) for v in ("EVITA_REMOTE", "EVITA_MASTER", "PYSPARK_GATEWAY_PORT")):
+        return False  # the same choice as server.remote_to_use: this command does not use the server
+    with doing("the query, on the warm server"):
+        answer = sql_daemon.ask(args.query, args.limit, warehouse_dir())
+    if answer is None:
+        return False
+    for note in answer.get("notes", ()):
+        err.print(f"[yellow]note:[/] {_escape(note)}", markup=True, soft_wrap=True)
+    if answer.get("error") == "rejected":
+        raise UserError(f"Spark SQL rejected the query: {answer['message']}\n"
+                        "hint: catalog tables are evita.<table>; list them with `evita catalog`")
+    if answer.get("error"):
+        raise UserError(f"{answer['message']}\n  hint: run again with --verbose for the Python and Java trace")
+    show_rows(answer["columns"], answer["rows"], args.limit)
+    return True
 
 
 def catalog_tables_read(query: str):

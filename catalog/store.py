@@ -152,6 +152,26 @@ def attach(spark, warehouse=None, only=None) -> Loc:
     return root
 
 
+def stamp(warehouse=None):
+    """What changes whenever a commit lands, cheap to take (a stat of each folder a commit
+    writes or removes a file in: the journal's, each table's, the history's): a session
+    kept attached (runtime/sql_daemon.py) attaches again when it differs. None, never
+    equal to an earlier one, for a warehouse that is not a local folder."""
+    root = catalog_root(warehouse)
+    if not root.local:
+        return None
+    hist = root.parent / HISTORY_DIR
+    folders = [root, root / "_journal", *(root / t.name for t in schema.TABLES),
+               hist, hist / "_journal", *(hist / name for name in HISTORY_TABLES)]
+    marks = []
+    for folder in folders:
+        try:
+            marks.append(os.stat(folder.path).st_mtime_ns)
+        except OSError:
+            marks.append(0)
+    return tuple(marks)
+
+
 def prepared(warehouse=None) -> Loc:
     """The warehouse's data folder with a folder per table, and a save a killed process
     left half done finished or dropped: what `attach` needs of the files (no Spark)."""

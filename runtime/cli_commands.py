@@ -131,6 +131,9 @@ def cmd_server(args) -> int:
             print(f"server at {state['url']} for {state['warehouse']}: "
                   f"{'answering' if state['answers'] else 'NOT answering'}, master {state['master']}, "
                   f"since {state['started']}, pid {state['jvm'] or state['pgid']}, log {state['log']}")
+            if state.get("sql"):
+                print(f"evita sql is answered by its daemon on 127.0.0.1:{state['sql']['port']} "
+                      f"(pid {state['sql']['pid']})")
             if state.get("ready") is False:
                 print("its start did not finish (interrupted, or under way): `evita server start` ends it and "
                       "starts anew, `evita server stop` ends it")

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from . import sql_daemon
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"
@@ -185,15 +189,26 @@ def start(warehouse, port: int = 15002, master: str = "local[*]", driver_memory:
             "--driver-memory", driver_memory or os.environ.get("EVITA_DRIVER_MEMORY", "4g")]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
+    # the `evita sql` daemon (runtime/sql_daemon.py) starts beside the server's launcher, in
+    # its process group: whatever ends the server's group (stop, an interrupted start) ends it
+    token = secrets.token_hex(16)
+    ready = folder / sql_daemon.READY_FILE
+    ready.unlink(missing_ok=True)
+    daemon = [sys.executable, "-m", "evita.runtime.sql_daemon", str(Loc.of(warehouse)), str(port), str(folder)]
+    launch = ["bash", "-c", f"{shlex.join(daemon)} & exec {shlex.join(args)}"]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                cwd=folder, start_new_session=True)
+        proc = subprocess.Popen(launch, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=dict(env, **{sql_daemon.TOKEN_ENV: token}), cwd=folder, start_new_session=True)
     state = dict(url=f"sc://{HOST}:{port}", port=port, pgid=proc.pid, master=master, log=str(log),
                  warehouse=str(Loc.of(warehouse)), started=time.strftime("%Y-%m-%d %H:%M:%S"), ready=False)
     _write_state(state_file, state)
     try:
         _wait_answering(proc, port, log, timeout)
-        _warm_up(state["url"], warehouse)
+        answering = _sql_daemon_ready(ready, proc, timeout)
+        if answering is None:  # the server works without it: `evita sql` then asks Spark directly
+            _warm_up(state["url"], warehouse)
+        else:
+            state["sql"] = dict(answering, token=token)
     except BaseException:
         stop(warehouse)
         raise
@@ -207,7 +222,11 @@ def _write_state(state_file: Path, state: dict) -> None:
     writing it must not leave a torn file that hides its server from `stop`."""
     from ..catalog.fs import Loc
 
-    Loc.of(state_file).write_atomically(json.dumps(state, indent=2).encode())
+    mask = os.umask(0o077)  # it holds the `evita sql` daemon's token: for this user's eyes only
+    try:
+        Loc.of(state_file).write_atomically(json.dumps(state, indent=2).encode())
+    finally:
+        os.umask(mask)
 
 
 def _end_interrupted_start(warehouse, state_file: Path) -> int | None:
@@ -233,6 +252,19 @@ def _wait_answering(proc, port: int, log: Path, timeout: float) -> None:
             raise ServerError(f"the server did not open port {port} within {timeout:.0f} s; its log, {log}, "
                               f"ends:\n{_tail(log)}")
         time.sleep(0.25)
+
+
+def _sql_daemon_ready(ready: Path, proc, timeout: float) -> dict | None:
+    """The `evita sql` daemon's port and pid once it has warmed up (it attaches the catalog
+    and runs a first query, as `_warm_up` would), or None if it could not start (its
+    reason is in the server's log)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        said = _read(ready)
+        if said is not None:
+            return said if "port" in said else None
+        time.sleep(0.1)
+    return None
 
 
 def _warm_up(url: str, warehouse) -> None:

@@ -92,7 +92,7 @@ def spark_session(master: str | None = None, warehouse: str | os.PathLike | None
             builder = builder.config(key, value)
     from ..bootstrap.activity import doing
 
-    with doing("the Spark start-up"), _signals_deferred(), _jvm_stderr_to(_spark_log()), \
+    with doing("the Spark start-up"), _signals_deferred(), _jvm_output_to(_spark_log(), stdout_too=brief), \
             _master_watched(master, where):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -551,26 +551,36 @@ def _spark_log() -> Path:
 
 
 @contextlib.contextmanager
-def _jvm_stderr_to(log: Path):
+def _jvm_output_to(log: Path, stdout_too: bool = False):
     """The JVM inherits file descriptor 2 when it starts: point it at a log file so
     Spark's start-up chatter stays out of the user's terminal (errors still reach Python
-    as exceptions). A session that already runs is simply returned."""
+    as exceptions). A session that already runs is simply returned.
+
+    `stdout_too` (a brief command, `evita sql`): descriptor 1 as well. The JVM outlives
+    this process by its shutdown (0.5-1 s), and whoever reads this command's output
+    through a pipe (`| less`, a script) waits for every holder of the pipe to close it;
+    nothing of Spark's JVM belongs in the answer."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         yield
         return
+    fds = (1, 2) if stdout_too else (2,)
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in fds}
     try:
         with open(log, "ab") as target:
-            os.dup2(target.fileno(), 2)
+            for fd in fds:
+                os.dup2(target.fileno(), fd)
             try:
                 yield
             finally:
-                os.dup2(saved, 2)
+                for fd in fds:
+                    os.dup2(saved[fd], fd)
     finally:
-        os.close(saved)
+        for fd in fds:
+            os.close(saved[fd])
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -121,6 +122,64 @@ def test_programs_over_spark_connect(connect_server, spark, tmp_path, capsys):
     # the catalog the server wrote is the warehouse's, readable by a local session too
     assert (warehouse / "evita-catalog").is_dir()
     print(output)
+
+
+def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
+    """`evita sql` with the server is answered by its daemon (runtime/sql_daemon.py): the
+    command imports no Spark client. A compile between two queries is seen by the second,
+    and so is one killed half way, which the daemon's attach (again, as the catalog's stamp
+    moved) finishes; concurrent queries are each answered whole; a bad query is the same
+    one-line error as without it; a daemon gone (its port stale) leaves the command to
+    ask Spark itself, with the same answer and nothing said."""
+    warehouse, port, env = connect_server
+    query = "SELECT id FROM evita.program ORDER BY id"
+
+    def sql(*args):  # the real CLI, its imports listed (-X importtime) to see which path answered
+        run = subprocess.run([sys.executable, "-X", "importtime", "-m", "evita.bootstrap.cli", "sql", *args],
+                             env=env, capture_output=True, text=True, timeout=300)
+        return run.returncode, run.stdout, run.stderr.count("pyspark"), \
+            "\n".join(line for line in run.stderr.splitlines() if not line.startswith("import time:"))
+
+    assert _evita("compile", str(EXAMPLES / "tc.dl"), env=env).returncode == 0
+    code, out, pyspark, said = sql(query)
+    assert code == 0 and " tc " in out and pyspark == 0, out + said
+    assert _evita("compile", str(EXAMPLES / "same_generation.dl"), env=env).returncode == 0
+    code, both, pyspark, said = sql(query)
+    assert code == 0 and " tc " in both and " same_generation " in both and pyspark == 0, both + said
+
+    from evita.runtime import sql_daemon
+
+    answers = [None] * 4  # at once: the daemon takes them one at a time, each whole
+    threads = [threading.Thread(target=lambda i=i: answers.__setitem__(i, sql_daemon.ask(query, 200, warehouse)))
+               for i in range(len(answers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(a is not None and a["rows"] == [["same_generation"], ["tc"]] for a in answers), answers
+
+    # a compile killed after its commit point, before it moved its files into place: the
+    # daemon's next attach (the stamp moved) finishes it, as a command of its own would
+    crashed = subprocess.run([sys.executable, "-m", "evita.bootstrap.cli", "compile", str(EXAMPLES / "sssp.dl")],
+                             env={**env, "EVITA_CRASH_AT": "committed"}, capture_output=True, text=True, timeout=300)
+    assert crashed.returncode == -9, crashed.stdout + crashed.stderr
+    code, three, pyspark, said = sql(query)
+    assert code == 0 and " sssp " in three and " tc " in three and pyspark == 0 and "note:" in said, three + said
+
+    code, out, pyspark, said = sql("SELECT nosuch FROM evita.rule")
+    assert code == 1 and pyspark == 0 and said.startswith("error: Spark SQL rejected the query: ") \
+        and "Traceback" not in said and len(said.splitlines()) == 2, said
+
+    state_file = warehouse / server.STATE_FILE
+    kept = state_file.read_text()
+    state = json.loads(kept)
+    state["sql"]["port"] = free_port()  # nothing listens there: a daemon gone
+    state_file.write_text(json.dumps(state))
+    try:
+        code, stale_out, pyspark, said = sql(query)
+    finally:
+        state_file.write_text(kept)
+    assert code == 0 and stale_out == three and pyspark > 0 and said.strip() == "", stale_out + said
 
 
 def test_kill_9_of_server_start_leaves_nothing_that_blocks_the_next(tmp_path):
