@@ -248,14 +248,17 @@ class Program:
         frames.skipped = skipped
         return frames
 
-    def evaluate(self, inputs: dict, *, max_iterations: Optional[int] = None, local: bool = True):
+    def evaluate(self, inputs: dict, *, max_iterations: Optional[int] = None, local: bool = True,
+                 known_rows: Optional[dict] = None):
         """The engine run of the planned dataflow over `inputs` (relation -> DataFrame,
         columns c0, c1, ...; relations the stages removed are left out): the
-        `runtime.engine.Result`. `evita run` comes here too."""
+        `runtime.engine.Result`. `evita run` comes here too. `known_rows`: relation ->
+        rows of the inputs measured already."""
         from .engine import DEFAULT_MAX_ITERATIONS, run
 
         wanted = {rel: df for rel, df in inputs.items() if rel in self.plan.relations}
-        return run(self.plan, self.spark, wanted, max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS, local=local)
+        return run(self.plan, self.spark, wanted, max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS, local=local,
+                   known_rows=known_rows)
 
     def _run_steps(self, steps, inputs, facts_dir):
         """Dedalus time as Spark supersteps, on the program the stages compiled."""

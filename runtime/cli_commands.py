@@ -385,7 +385,8 @@ def run_file(args, spark=None, previews: bool = False):
     inputs = Inputs({rel: df for rel, df in inputs.items() if rel in dataflow.relations})  # the stages may drop some
     inputs.skipped = skipped
     with phases.phase("fixpoint"):
-        result = prog.evaluate(inputs, max_iterations=args.max_iterations, local=not args.no_local)
+        result = prog.evaluate(inputs, max_iterations=args.max_iterations, local=not args.no_local,
+                               known_rows={rel: int(n) for rel, col, metric, n in measured if metric == "cardinality"})
     if previews and (args.souffle_out or args.output):  # written, then previewed: compute each relation once
         with result.tuned():  # a cached relation's plan is fixed here, with the settings now in force
             for name in sorted(set(shown_relations(dataflow)) | (set(dataflow.outputs) if args.souffle_out else set())):

@@ -237,7 +237,8 @@ LOCATED_CONF = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
 def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
         max_iterations: Optional[int] = DEFAULT_MAX_ITERATIONS, local: bool = True, tuning: str = "auto",
-        one_partition: bool = False, scope: Optional[SqlScope] = None, small_rows: Optional[int] = None) -> Result:
+        one_partition: bool = False, scope: Optional[SqlScope] = None, small_rows: Optional[int] = None,
+        known_rows: Optional[dict] = None) -> Result:
     """Evaluate `dataflow`. `inputs` maps relation names to DataFrames (columns by
     position). `local=False` runs every stratum on Spark's SQL path, the recursive ones
     in the distributed loop: neither per-partition fixpoints in tasks nor small strata
@@ -245,7 +246,9 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
 
     `small_rows`: a stratum whose inputs hold at most this many rows runs to its
     fixpoint on the driver, in the columnar evaluator (default `SMALL_ROWS`, or
-    $EVITA_SMALL_ROWS; 0 turns it off).
+    $EVITA_SMALL_ROWS; 0 turns it off). `known_rows`: relation -> rows, of inputs
+    measured already (`evita run` measures what it reads): a stratum reading more than
+    `small_rows` of them is not collected to find it out.
 
     `tuning`: "small" turns off adaptive execution and uses one shuffle partition (a
     tiny job then costs a fraction of the default), "large" keeps the session's
@@ -266,6 +269,7 @@ def run(dataflow: Dataflow, spark, inputs: Optional[dict] = None, *,
             small_rows = int(os.environ.get("EVITA_SMALL_ROWS", columnar.SMALL_ROWS))
         engine = _Engine(dataflow, spark, inputs, max_iterations, local, one_partition, scope)
         engine.small_rows = small_rows if local and not one_partition else 0
+        engine.known_rows = dict(known_rows or {})
         result = engine.run()
     result.settings = conf
     return result
@@ -324,6 +328,7 @@ class _Engine:
         self.cached: list = []
         self.retire: list = []  # (action number after which it may go, cached DataFrame)
         self.small_rows = 0
+        self.known_rows: dict = {}  # input relation -> rows, measured before the run
         self.tables: dict = {}  # relation -> pandas DataFrame, for relations the driver holds
         self.seed_tables: dict = {}  # derived relation -> its facts as a pandas DataFrame
         self.notes: list = []  # why a stratum did not take a strategy it might have
@@ -399,6 +404,9 @@ class _Engine:
         before = self._actions
         reads = sorted({step.relation for r in rules for step in r.steps
                         if step.relation and step.relation not in st.relations})
+        known = sum(self.known_rows.get(n, 0) for n in set(reads) | set(st.relations))
+        if known > self.small_rows:  # measured already: no collect to find it out
+            return self.not_small(st, f"its inputs hold {plural(known, 'row')} (more than {self.small_rows})")
         tables = {}
         try:
             if st.recursive:

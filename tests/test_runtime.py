@@ -527,3 +527,28 @@ def test_a_small_spark_run_measures_writes_and_shows_in_a_job_or_so_each(spark, 
     assert jobs["measure inputs"] == 1, jobs
     assert jobs["write outputs"] <= 2 and jobs["previews"] <= 1, jobs  # a job per output, the previews one
     assert (tmp_path / "out" / "per.csv").read_text().splitlines() == ["n0\t10", "n1\t9", "n2\t10"]
+
+
+def test_measured_inputs_too_large_for_the_driver_are_not_collected_to_find_out(spark):
+    """A recursive stratum (non-linear: no stage puts it in tasks) runs on the driver
+    when its inputs hold at most `small_rows` rows. Rows measured before the run (`evita
+    run` measures what it reads) decide it without a job; unmeasured, the inputs are
+    collected (Spark jobs) to count them."""
+    text = (".decl edge(x: number, y: number)\n.input edge\n.decl tc(x: number, y: number)\n"
+            "tc(X, Y) :- edge(X, Y).\ntc(X, Z) :- tc(X, Y), tc(Y, Z).\n")
+    flow = compiled_plan(spark, parse_program(text, "known.dl"))
+    edge = spark.createDataFrame([(i, i + 1) for i in range(12)], "c0 bigint, c1 bigint")
+    sc = spark.sparkContext
+    jobs, results = {}, {}
+    for name, known in (("measured", {"edge": 12}), ("unmeasured", None)):
+        sc.setJobGroup(f"known-{name}", name)
+        try:
+            results[name] = run(flow, spark, {"edge": edge}, small_rows=10, known_rows=known)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        jobs[name] = len(sc.statusTracker().getJobIdsForGroup(f"known-{name}"))
+    assert any("its inputs hold 12 rows (more than 10)" in n for n in results["measured"].notes)
+    assert any("runs on Spark, not on the driver" in n for n in results["unmeasured"].notes)
+    assert jobs["measured"] < jobs["unmeasured"], jobs
+    assert results["measured"].tuples(["tc"]) == results["unmeasured"].tuples(["tc"])
+    assert len(results["measured"].tuples(["tc"])["tc"]) == 78
