@@ -48,6 +48,8 @@ def fold(term, bits: int = numbers.DEFAULT_BITS) -> Optional[Const]:
         return None
     if isinstance(term, BinOp) and term.op in _ARITHMETIC:
         left, right = fold(term.left, bits), fold(term.right, bits)
+        if term.op == "+" and left is not None and right is not None and left.type == right.type == STRING:
+            return Const(left.value + right.value, STRING, term.span)  # Soufflé 2.4: `+` joins symbols
         if left is None or right is None or not _numeric(left, right):
             return None
         return _number(_ARITHMETIC[term.op](left.value, right.value, term), term, bits)

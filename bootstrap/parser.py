@@ -31,6 +31,7 @@ from .diagnostics import Diagnostic, EvitaError
 from .lowering.autoinc import autoinc_numbered
 from .lowering.components import expand_components
 from .lowering.inline import inline_relations
+from .lowering.lattice import extremum_heads
 from .lowering.records import lower_records
 from .lowering.raw import Clause, Group, RawCall, RawComponent, RawNot, Time, flatten, location
 from .lowering.statements import Lowering
@@ -86,7 +87,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         statements = _spliced(statements, pre.includes, path, text_as_given, _including, number_bits)
     if not _included:  # an included file's components are expanded with the includer's statements
         statements = autoinc_numbered(expand_components(statements, text, path))
-    statements = inline_relations(statements)
+    statements = extremum_heads(inline_relations(statements))  # btree_max, btree_min
     if not _included and any(isinstance(s, Declaration) and s.style == "decl" for s in statements):
         found: list = []
         statements = lower_records(statements, found)  # Soufflé's records: bootstrap/lowering/records.py

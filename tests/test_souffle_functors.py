@@ -191,6 +191,41 @@ def test_functors_on_spark_agree_with_soufflé(spark, backend):
     assert result.tuples(list(FUNCTORS_EXPECTED)) == FUNCTORS_EXPECTED
 
 
+# Text that spells no number: the binding derives nothing, wherever the conversion stands
+# (head, assignment, condition, negated atom, aggregate), on every path.
+NO_NUMBER = """\
+.decl txt(t: symbol)
+txt("12"). txt("abc"). txt("1.5x"). txt("").
+.decl n(t: symbol, v: number)
+n(t, to_number(t)) :- txt(t).
+.decl u(t: symbol, v: unsigned)
+u(t, v) :- txt(t), v = to_unsigned(t).
+.decl f(t: symbol, v: float)
+f(t, to_float(t)) :- txt(t).
+.decl big(t: symbol)
+big(t) :- txt(t), to_number(t) > 3.
+.decl z(v: number)
+z(12).
+.decl other(t: symbol)
+other(t) :- txt(t), !z(to_number(t)).
+.decl total(s: number)
+total(s) :- s = sum to_number(t) : { txt(t) }.
+"""
+NO_NUMBER_EXPECTED = {"n": {("12", 12)}, "u": {("12", 12)}, "f": {("12", 12.0)}, "big": {("12",)},
+                      "other": set(), "total": {(12,)}}
+
+
+def test_text_spelling_no_number_derives_nothing_in_the_oracle():
+    got = oracle.evaluate(check_program(parse_program(NO_NUMBER, "t.dl")))
+    assert {rel: got.get(rel, set()) for rel in NO_NUMBER_EXPECTED} == NO_NUMBER_EXPECTED
+
+
+@pytest.mark.parametrize("backend", ["small", "sql"])
+def test_text_spelling_no_number_derives_nothing_on_spark(spark, backend):
+    _, result = run_planned(spark, NO_NUMBER, "t.dl", backend)
+    assert result.tuples(list(NO_NUMBER_EXPECTED)) == NO_NUMBER_EXPECTED
+
+
 # ---------------------------------------------------------------- not supported yet, and disjunction
 
 @pytest.mark.parametrize("text, expected", [
