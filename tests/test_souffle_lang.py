@@ -61,7 +61,7 @@ def test_facts_holding_constant_expressions_are_evaluated():
 
 @pytest.mark.parametrize("text, message", [
     ("r(1 / 0).", "fact r: division by zero"),
-    ("r(9223372036854775808 - 1).", "fact r: 9223372036854775808 is out of the range of a 64-bit number"),
+    ("r(18446744073709551616 - 1).", "fact r: 18446744073709551616 is out of the range of a 64-bit number"),
 ])
 def test_a_constant_expression_without_a_value_is_positioned(text, message):
     assert errors(text) == [("constant-expression", 1, 3, message)]
