@@ -35,7 +35,7 @@ from .lowering.lattice import extremum_heads
 from .lowering.records import lower_records
 from .lowering.raw import Clause, Group, RawCall, RawComponent, RawNot, Time, flatten, location
 from .lowering.statements import Lowering
-from .preprocess import preprocess
+from .preprocess import Macro, preprocess
 from .source import read_source
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
@@ -68,6 +68,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     Soufflé components are then expanded (`components.py`): no `.comp` or `.init` is
     left in the program returned."""
     text_as_given = text
+    if _macros is None:  # Soufflé hands its preprocessor the width of its numbers
+        _macros = {"RAM_DOMAIN_SIZE": Macro("RAM_DOMAIN_SIZE", None, str(number_bits))}
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
     tree = _parse_tree(_accepted_without_effect(text), path, "start")
