@@ -292,7 +292,10 @@ class _Builder(Transformer):
         return Var(tok.value, span)
 
     def int_const(self, meta, ch):
-        return Const(_int_value(ch[0].value), INT, self._tspan(ch[0]))
+        const = Const(_int_value(ch[0].value), INT, self._tspan(ch[0]))
+        if ch[0].value.endswith("u"):  # `5u` is unsigned, as `as(5, unsigned)`: ordered and divided so
+            return Call("as", (const, Const("unsigned", STRING, const.span)), const.span)
+        return const
 
     def ipv4_const(self, meta, ch):
         tok = ch[0]
@@ -493,7 +496,8 @@ class _Builder(Transformer):
     def neg_group(self, meta, ch):
         """`!(A ; B)` is `!A, !B`, and `!(a, b)` is `!a ; !b` (De Morgan, as Soufflé
         negates a parenthesized body): a conjunction of groups whose alternatives are
-        negated literals, which the disjunction lowering expands like any other group."""
+        negated literals, which the disjunction lowering expands like any other group.
+        `!!(...)` negates the negation again (De Morgan twice)."""
         return self._negated(ch[1], self._span(meta))
 
     def _negated(self, group, span) -> list:
