@@ -571,8 +571,8 @@ def _arithmetic(t: S.BinOp, a, b):
 def _call(t: S.Call, env):
     name = B.canonical(t.func)
     args = [_eval(a, env) for a in t.args]
-    if name == "as":  # Soufflé's cast: the value itself
-        return args[0]
+    if name == "as":  # Soufflé's cast: the value itself (`5u` is `as(5, unsigned)`: an unsigned one)
+        return _tagged(_whole(args[0]), _Unsigned(0)) if args[1] == "unsigned" else args[0]
     if name == "cons":
         return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
     if name == "contains":

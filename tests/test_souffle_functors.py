@@ -226,6 +226,37 @@ def test_text_spelling_no_number_derives_nothing_on_spark(spark, backend):
     assert result.tuples(list(NO_NUMBER_EXPECTED)) == NO_NUMBER_EXPECTED
 
 
+# Soufflé 2.4's `+` of symbols, `btree_min` (the least last column per key, in recursion)
+# and the unsigned literal `0u - 1u`: the oracle, the columnar backend and Spark SQL agree.
+LATTICE_AND_TEXT = """\
+.decl edge(x: symbol, y: symbol, c: number)
+edge("a", "b", 1). edge("b", "a", 1). edge("b", "c", 5). edge("a", "c", 9).
+.decl shortest(x: symbol, y: symbol, c: number) btree_min
+shortest(x, y, c) :- edge(x, y, c).
+shortest(x, y, c + d) :- shortest(x, z, c), edge(z, y, d).
+.decl label(s: symbol)
+label(x + "->" + y) :- edge(x, y, _).
+.decl big(x: unsigned)
+big(42u) :- 0u - 1u > 0u.
+"""
+LATTICE_AND_TEXT_EXPECTED = {
+    "shortest": {("a", "a", 2), ("a", "b", 1), ("a", "c", 6), ("b", "a", 1), ("b", "b", 2), ("b", "c", 5)},
+    "label": {("a->b",), ("b->a",), ("b->c",), ("a->c",)},
+    "big": {(42,)},
+}
+
+
+def test_lattice_and_symbol_plus_in_the_oracle():
+    got = oracle.evaluate(check_program(parse_program(LATTICE_AND_TEXT, "t.dl")))
+    assert {rel: got.get(rel, set()) for rel in LATTICE_AND_TEXT_EXPECTED} == LATTICE_AND_TEXT_EXPECTED
+
+
+@pytest.mark.parametrize("backend", ["small", "sql"])
+def test_lattice_and_symbol_plus_on_spark(spark, backend):
+    _, result = run_planned(spark, LATTICE_AND_TEXT, "t.dl", backend)
+    assert result.tuples(list(LATTICE_AND_TEXT_EXPECTED)) == LATTICE_AND_TEXT_EXPECTED
+
+
 # ---------------------------------------------------------------- not supported yet, and disjunction
 
 @pytest.mark.parametrize("text, expected", [

@@ -47,7 +47,9 @@ def test_a_bad_ipv4_address_is_positioned():
 def test_literals_in_rules_and_a_variable_named_like_a_notation():
     r = parse_rule("p(x) :- q(x, u), x = 0xFF, u != 5u")
     assert r.body[1] == S.Select(S.BinOp("==", S.Var("x"), S.Const(255, S.INT)))
-    assert r.body[2] == S.Select(S.BinOp("!=", S.Var("u"), S.Const(5, S.INT)))
+    # `5u` is unsigned: a cast of the whole number, so that it is ordered and divided as unsigned
+    assert r.body[2] == S.Select(S.BinOp("!=", S.Var("u"), S.Call("as", (S.Const(5, S.INT),
+                                                                          S.Const("unsigned", S.STRING)))))
 
 
 # ---------------------------------------------------------------- constant facts
