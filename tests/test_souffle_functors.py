@@ -215,16 +215,6 @@ NO_NUMBER_EXPECTED = {"n": {("12", 12)}, "u": {("12", 12)}, "f": {("12", 12.0)},
                       "other": set(), "total": {(12,)}}
 
 
-def test_text_spelling_no_number_derives_nothing_in_the_oracle():
-    got = oracle.evaluate(check_program(parse_program(NO_NUMBER, "t.dl")))
-    assert {rel: got.get(rel, set()) for rel in NO_NUMBER_EXPECTED} == NO_NUMBER_EXPECTED
-
-
-@pytest.mark.parametrize("backend", ["small", "sql"])
-def test_text_spelling_no_number_derives_nothing_on_spark(spark, backend):
-    _, result = run_planned(spark, NO_NUMBER, "t.dl", backend)
-    assert result.tuples(list(NO_NUMBER_EXPECTED)) == NO_NUMBER_EXPECTED
-
 
 # Soufflé 2.4's `+` of symbols, `btree_min` (the least last column per key, in recursion)
 # and the unsigned literal `0u - 1u`: the oracle, the columnar backend and Spark SQL agree.
@@ -245,16 +235,23 @@ LATTICE_AND_TEXT_EXPECTED = {
     "big": {(42,)},
 }
 
+SAME_ON_EVERY_PATH = {"text_spelling_no_number": (NO_NUMBER, NO_NUMBER_EXPECTED),
+                      "lattice_and_symbol_plus": (LATTICE_AND_TEXT, LATTICE_AND_TEXT_EXPECTED)}
 
-def test_lattice_and_symbol_plus_in_the_oracle():
-    got = oracle.evaluate(check_program(parse_program(LATTICE_AND_TEXT, "t.dl")))
-    assert {rel: got.get(rel, set()) for rel in LATTICE_AND_TEXT_EXPECTED} == LATTICE_AND_TEXT_EXPECTED
+
+@pytest.mark.parametrize("name", SAME_ON_EVERY_PATH)
+def test_the_oracle_agrees_with_soufflé(name):
+    text, expected = SAME_ON_EVERY_PATH[name]
+    got = oracle.evaluate(check_program(parse_program(text, "t.dl")))
+    assert {rel: got.get(rel, set()) for rel in expected} == expected
 
 
 @pytest.mark.parametrize("backend", ["small", "sql"])
-def test_lattice_and_symbol_plus_on_spark(spark, backend):
-    _, result = run_planned(spark, LATTICE_AND_TEXT, "t.dl", backend)
-    assert result.tuples(list(LATTICE_AND_TEXT_EXPECTED)) == LATTICE_AND_TEXT_EXPECTED
+@pytest.mark.parametrize("name", SAME_ON_EVERY_PATH)
+def test_spark_agrees_with_soufflé(spark, name, backend):
+    text, expected = SAME_ON_EVERY_PATH[name]
+    _, result = run_planned(spark, text, "t.dl", backend)
+    assert result.tuples(list(expected)) == expected
 
 
 # ---------------------------------------------------------------- not supported yet, and disjunction
