@@ -48,6 +48,8 @@ def fold(term, bits: int = numbers.DEFAULT_BITS) -> Optional[Const]:
         return None
     if isinstance(term, BinOp) and term.op in _ARITHMETIC:
         left, right = fold(term.left, bits), fold(term.right, bits)
+        if term.op == "+" and left is not None and right is not None and left.type == right.type == STRING:
+            return Const(left.value + right.value, STRING, term.span)  # Soufflé 2.4: `+` joins symbols
         if left is None or right is None or not _numeric(left, right):
             return None
         return _number(_ARITHMETIC[term.op](left.value, right.value, term), term, bits)
@@ -135,7 +137,10 @@ def _call(name: str, args: list, term, bits: int) -> Optional[Const]:
             raise FoldError(f"{name} takes whole numbers")
         return _number(BITWISE[name](*(a.value for a in args), bits), term, bits)
     if name == "pow" and len(args) == 2 and _numeric(*args):
-        return _number(power(args[0].value, args[1].value), term, bits)
+        try:
+            return _number(power(args[0].value, args[1].value), term, bits)
+        except OverflowError:  # a float power beyond a double: Soufflé's is inf
+            raise FoldError("the power is beyond a 64-bit float (inf), which Evita does not hold") from None
     if name == "cat" and all(a.type in (STRING, INT) for a in args):  # a number as its text, as in rules
         return Const("".join(str(a.value) for a in args), STRING, term.span)
     folded = _FUNCTORS.get(name)

@@ -50,11 +50,11 @@ def signed_range(bits: int) -> tuple:
 
 
 def literal_range(bits: int) -> tuple:
-    """The literals a program may write: the signed range, and at 32 bits also an
-    unsigned value up to 2^32 - 1 (255.255.255.255, 0xFFFFFFFFu), held as its bit pattern.
-    At 64 bits the range is Spark's bigint, as before."""
-    low, high = signed_range(bits)
-    return low, (high if bits == 64 else (1 << bits) - 1)
+    """The literals a program may write: the signed range, and also an unsigned value up
+    to 2^bits - 1 (at 32 bits 255.255.255.255, 0xFFFFFFFFu; at 64 bits
+    18446744073709551615u), held as its bit pattern (`held`)."""
+    low, _ = signed_range(bits)
+    return low, (1 << bits) - 1
 
 
 def holds(value: int, bits: int) -> bool:

@@ -31,10 +31,11 @@ from .diagnostics import Diagnostic, EvitaError
 from .lowering.autoinc import autoinc_numbered
 from .lowering.components import expand_components
 from .lowering.inline import inline_relations
+from .lowering.lattice import extremum_heads
 from .lowering.records import lower_records
 from .lowering.raw import Clause, Group, RawCall, RawComponent, RawNot, Time, flatten, location
 from .lowering.statements import Lowering
-from .preprocess import preprocess
+from .preprocess import Macro, preprocess
 from .source import read_source
 from .syntax import (
     BOOL, FLOAT, INFINITY, INT, NULL, STRING, Aggregate, Assign, Atom, BinOp, BodyAggregate, Call,
@@ -67,6 +68,8 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
     Soufflé components are then expanded (`components.py`): no `.comp` or `.init` is
     left in the program returned."""
     text_as_given = text
+    if _macros is None:  # Soufflé hands its preprocessor the width of its numbers
+        _macros = {"RAM_DOMAIN_SIZE": Macro("RAM_DOMAIN_SIZE", None, str(number_bits))}
     pre = preprocess(text, path, _macros, including=_including)
     text = pre.text
     tree = _parse_tree(_accepted_without_effect(text), path, "start")
@@ -86,7 +89,7 @@ def parse_program(text: str, path: str = "<string>", name: Optional[str] = None,
         statements = _spliced(statements, pre.includes, path, text_as_given, _including, number_bits)
     if not _included:  # an included file's components are expanded with the includer's statements
         statements = autoinc_numbered(expand_components(statements, text, path))
-    statements = inline_relations(statements)
+    statements = extremum_heads(inline_relations(statements))  # btree_max, btree_min
     if not _included and any(isinstance(s, Declaration) and s.style == "decl" for s in statements):
         found: list = []
         statements = lower_records(statements, found)  # Soufflé's records: bootstrap/lowering/records.py
@@ -289,7 +292,10 @@ class _Builder(Transformer):
         return Var(tok.value, span)
 
     def int_const(self, meta, ch):
-        return Const(_int_value(ch[0].value), INT, self._tspan(ch[0]))
+        const = Const(_int_value(ch[0].value), INT, self._tspan(ch[0]))
+        if ch[0].value.endswith("u"):  # `5u` is unsigned, as `as(5, unsigned)`: ordered and divided so
+            return Call("as", (const, Const("unsigned", STRING, const.span)), const.span)
+        return const
 
     def ipv4_const(self, meta, ch):
         tok = ch[0]
@@ -490,7 +496,8 @@ class _Builder(Transformer):
     def neg_group(self, meta, ch):
         """`!(A ; B)` is `!A, !B`, and `!(a, b)` is `!a ; !b` (De Morgan, as Soufflé
         negates a parenthesized body): a conjunction of groups whose alternatives are
-        negated literals, which the disjunction lowering expands like any other group."""
+        negated literals, which the disjunction lowering expands like any other group.
+        `!!(...)` negates the negation again (De Morgan twice)."""
         return self._negated(ch[1], self._span(meta))
 
     def _negated(self, group, span) -> list:

@@ -38,6 +38,8 @@ from .diagnostics import Diagnostic, EvitaError, plural
 from .lowering.division import whole_divisions
 from .lowering.unsigned import unsigned_order
 from .lowering.width import at_width
+from .lowering.conversions import spelled_numbers
+from .lowering.symbols import joined_symbols
 from .ranges import is_range
 from .types import TypeSystem
 
@@ -79,9 +81,11 @@ class _Planner:
 
     def run(self) -> Dataflow:
         prog = self.program
-        rules = whole_divisions(G.same_timestep(prog, writes=True), prog)  # Soufflé's `/` on numbers
+        rules = joined_symbols(G.same_timestep(prog, writes=True), prog)  # Soufflé 2.4's `+` on symbols
+        rules = whole_divisions(rules, prog)  # Soufflé's `/` on numbers
         rules = unsigned_order(rules, prog)  # unsigned values ordered and divided as unsigned
         rules = at_width(rules, prog)  # wrap around at 32 bits (--number-bits 32)
+        rules = spelled_numbers(rules, prog)  # to_number of text spelling no number: no tuple
         deferred = tuple(r.name for r in prog.rules if r.time == "next")
         relations = self.relations(prog, rules)
         self.raise_if_failed()

@@ -264,7 +264,7 @@ class _Preprocessor:
                 yield pos, tok
             pos = m.end()
 
-    def expand_line(self, line: str, number: int) -> str:
+    def expand_line(self, line: str, number: int, hiding: frozenset = frozenset()) -> str:
         if not self.macros:
             self.skip_line(line)
             return line
@@ -272,7 +272,7 @@ class _Preprocessor:
         pieces = list(self.code_pieces(line))
         skip_to = 0
         for offset, tok in pieces:
-            if offset < skip_to or tok not in self.macros:
+            if offset < skip_to or tok not in self.macros or tok in hiding:
                 continue
             macro = self.macros[tok]
             end = offset + len(tok)
@@ -288,8 +288,11 @@ class _Preprocessor:
                                f"{'s' if len(macro.params) != 1 else ''}, not {len(args)}", number, offset + 1,
                                line[offset:end], f"#define {tok}({', '.join(macro.params)})")
                     continue
-                body = _substitute(macro.body, dict(zip(macro.params, (a.strip() for a in args))))
-                replacement = self.expand(body, number, offset + 1, hiding=frozenset([tok]))
+                body = _pasted(_substitute(macro.body, dict(zip(macro.params, (a.strip() for a in args)))))
+                replacement = self.expand(body, number, offset + 1, hiding=hiding | {tok})
+                if any(m.params is not None and name not in hiding | {tok} and name in replacement
+                       for name, m in self.macros.items()):  # calls the expansion makes: rescanned, as in C
+                    replacement = self.expand_line(replacement, number, hiding | {tok})
             out.append(line[last:offset] + replacement)
             last = skip_to = end
         out.append(line[last:])
@@ -342,6 +345,11 @@ def _call_arguments(line: str, pos: int):
 
 def _substitute(body: str, values: dict) -> str:
     return re.sub(r'"(?:[^"\\\n]|\\.)*"?|[A-Za-z_]\w*', lambda m: values.get(m.group(), m.group()), body)
+
+
+def _pasted(body: str) -> str:
+    """C's `##`: the tokens on either side joined into one (`sym_##op` is `sym_max`)."""
+    return re.sub(r'("(?:[^"\\\n]|\\.)*"?)|\s*##\s*', lambda m: m.group(1) or "", body)
 
 
 def _defined(text: str, macros: dict) -> str:

@@ -16,7 +16,7 @@ What is evaluated: atoms whose arguments are variables, wildcards and constants;
 and assignments over arithmetic, comparisons, boolean operators, conditionals,
 `abs`/`min`/`max`, lists (list literals, cons, append, concat, contains, size; lists
 are tuples) and the text and number functions the stages use (`cat`, `strlen`,
-`to_string`, `if`, `reprefix`, `to_float`, `floor`, `log`, `exp`, and `hash`: Spark's
+`to_string`, `if`, `reprefix`, `to_float`, `floor`, `pow` (a double, as Spark's `power`), `log`, `exp`, and `hash`: Spark's
 xxhash64, `runtime/xxhash.py`) with Spark's null and cast rules; count, sum, min, max,
 mean, and set and list (sorted tuples, as Spark's sorted arrays). Anything else (other string functions,
 set/list aggregates, a double's text, arithmetic on nulls) raises `Unsupported` and the
@@ -72,7 +72,7 @@ def arrow_type(spark_type: str, held: bool = False):
 
 _OPS = ("+", "-", "*", "/", "//", "%", "udiv", "umod", "==", "!=", "<", "<=", ">", ">=", "&&", "||")
 _BITWISE = ("band", "bor", "bxor", "bnot", "bshl", "bshr", "bshru", "land", "lor", "lxor", "lnot")
-_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log",
+_TEXT_CALLS = ("cat", "strlen", "to_string", "if", "reprefix", "to_float", "to_number", "to_unsigned", "floor", "log", "pow",
                "exp", "hash", "upper", "lower", "record", "record_field",
                "adt", "adt_branch", "adt_field")
 _CALLS = ("abs", "as", "min", "max", "cons", "append", "concat", "contains", "size", "list") + _BITWISE + _TEXT_CALLS
@@ -516,9 +516,17 @@ def _const(c: S.Const):
 def _full(v, n: int):
     import numpy as np
 
-    if isinstance(v, np.ndarray):
+    if isinstance(v, np.ndarray) and v.ndim:
         return v
+    if isinstance(v, np.ndarray):  # a 0-d array: numpy's answer on constants alone (`0u - 1u`)
+        v = v.item()
     return np.full(n, v, dtype=object if isinstance(v, str) else None)
+
+
+def _text_extreme(pick, args: list, n: int):
+    """`min`/`max` of symbols per row, as Spark's least and greatest: nulls are skipped."""
+    rows = zip(*[a.tolist() if hasattr(a, "tolist") and getattr(a, "ndim", 0) else [a] * n for a in args])
+    return _nullable([pick((v for v in row if v is not None), default=None) for row in rows])
 
 
 def _truth(v, n: int):
@@ -563,6 +571,8 @@ def _vector(t, b, condition: bool = False):
             return np.abs(args[0])
         if B.canonical(t.func) == "as":  # a cast: the value itself
             return args[0]
+        if any(isinstance(a, str) or (isinstance(a, np.ndarray) and a.dtype.kind in "OU") for a in args):
+            return _text_extreme(min if B.canonical(t.func) == "min" else max, args, len(b))
         combine = np.minimum if B.canonical(t.func) == "min" else np.maximum
         out = args[0]
         for a in args[1:]:
@@ -756,6 +766,22 @@ def _to_number(v):
     raise Unsupported(f"to_number of {v!r}: Spark's cast decides")
 
 
+def _power(a, b):
+    """Spark's `power`: a double always; what Java's Math.pow and Python's differ on (an
+    overflow, 0 to a negative power) is Unsupported: Spark computes it."""
+    import math
+
+    if a is None or b is None:
+        return None
+    try:
+        value = math.pow(float(a), float(b))
+    except (OverflowError, ValueError):
+        raise Unsupported(f"pow({a!r}, {b!r}): Spark's power decides") from None
+    if math.isnan(value):
+        raise Unsupported(f"pow({a!r}, {b!r}) is NaN: Spark's power decides")
+    return value
+
+
 def _floor(v):
     import math
 
@@ -855,6 +881,7 @@ _TEXT_FUNCTIONS = {
     "to_number": _to_number,
     "to_unsigned": _to_number,  # held in the same signed column (runtime/sql.py casts both to bigint)
     "floor": _floor,
+    "pow": _power,
     "log": _ln,
     "exp": _exp,
     "hash": _xxhash64,

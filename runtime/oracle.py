@@ -24,6 +24,8 @@ Semantics it pins down (the runtime must agree):
   walked in ascending order: one enters when no tuple held or entered before it agrees
   with it on a domain's columns. Naive rounds offer the same candidates a semi-naive
   round does, less ones already turned away, which stay turned away;
+- `to_number`, `to_unsigned`, `to_float` of text that spells no number: the valuation
+  derives nothing (Soufflé stops with an error);
 - `x = range(a, b[, step])` binds x once per value (`bootstrap/ranges.py`);
 - `/` is division as Spark does it (always fractional) in Overlog; in a Soufflé program
   `/` on two whole numbers truncates toward zero, and by zero derives nothing;
@@ -569,8 +571,8 @@ def _arithmetic(t: S.BinOp, a, b):
 def _call(t: S.Call, env):
     name = B.canonical(t.func)
     args = [_eval(a, env) for a in t.args]
-    if name == "as":  # Soufflé's cast: the value itself
-        return args[0]
+    if name == "as":  # Soufflé's cast: the value itself (`5u` is `as(5, unsigned)`: an unsigned one)
+        return _tagged(_whole(args[0]), _Unsigned(0)) if args[1] == "unsigned" else args[0]
     if name == "cons":
         return (args[0],) + tuple(args[1]) if isinstance(args[1], tuple) else (args[0], args[1])
     if name == "contains":
@@ -694,20 +696,25 @@ def _substr(s: str, i: int, n: int) -> str:
 
 
 def _to_number(v):
-    """Spark's try_cast to bigint: text must spell a whole number; floats truncate."""
+    """Soufflé's to_number: text must spell a whole number, or the valuation derives
+    nothing (Soufflé stops with an error); floats truncate."""
     if isinstance(v, str):
         from ..bootstrap.builtins import whole_from_text
 
-        return whole_from_text(v)
+        n = whole_from_text(v)
+        if n is None:
+            raise NoValue(v)
+        return n
     return None if v is None else int(v)
 
 
 def _to_float(v):
+    """As `_to_number`, for a float."""
     if isinstance(v, str):
         try:
             return float(v.strip())
         except ValueError:
-            return None
+            raise NoValue(v) from None
     return None if v is None else float(v)
 
 

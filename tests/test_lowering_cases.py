@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from evita.bootstrap import syntax as S
+from evita.bootstrap.lowering.conversions import spelled_numbers
 from evita.bootstrap.lowering.division import whole_divisions
+from evita.bootstrap.lowering.symbols import joined_symbols
 from evita.bootstrap.lowering.unsigned import unsigned_order
 from evita.bootstrap.lowering.width import at_width
 from evita.bootstrap.parser import parse_program
@@ -65,6 +67,22 @@ def unsigned(program: S.Program) -> S.Program:
                                              for s in program.statements))
 
 
+def converted(program: S.Program) -> S.Program:
+    """The planner's guard on conversions of text to numbers."""
+    return _rules_by(spelled_numbers, program)
+
+
+def joined(program: S.Program) -> S.Program:
+    """The planner's rewrite of `+` on symbols into `cat`."""
+    return _rules_by(joined_symbols, program)
+
+
+def _rules_by(rewrite, program: S.Program) -> S.Program:
+    rules = iter(rewrite(list(program.rules), program))
+    return replace(program, statements=tuple(next(rules) if isinstance(s, S.Rule) else s
+                                             for s in program.statements))
+
+
 def ticked(program: S.Program) -> S.Program:
     """Dedalus time as one timestep's program; a program without time runs as it is
     (the runtime lowers only what `is_dedalus`)."""
@@ -76,6 +94,7 @@ LOWERINGS = {
     "statements": parsed, "disjunction": parsed, "aggregates": parsed, "autoinc": parsed,
     "equalities": parsed, "eqrel": parsed, "components": parsed, "inline": parsed,
     "subsumption": parsed, "records": parsed, "division": divided, "width": widened, "unsigned": unsigned,
+    "lattice": parsed, "conversions": converted, "symbols": joined,
     "dedalus": ticked,
 }
 

@@ -118,6 +118,8 @@ def _kind(t, kinds: dict):
     if isinstance(t, BinOp) and t.op in _ARITHMETIC | {WHOLE_DIVISION, "udiv", "umod"}:
         return _joined([_kind(t.left, kinds), _kind(t.right, kinds)])
     if isinstance(t, Call) and t.func == "as":  # a cast stays within its kind
+        if len(t.args) == 2 and isinstance(t.args[1], Const) and t.args[1].value == "unsigned":
+            return "unsigned"  # `5u` is written so
         return _kind(t.args[0], kinds)
     if isinstance(t, Call) and t.func in ("min", "max", "abs", "range"):
         return _joined([_kind(a, kinds) for a in t.args])
@@ -126,6 +128,9 @@ def _kind(t, kinds: dict):
     if isinstance(t, Call) and t.func == "to_unsigned":
         return "unsigned"
     return None
+
+
+number_kind = _kind  # what the other rewrites read a term's kind with
 
 
 def _joined(kinds: list):

@@ -222,7 +222,10 @@ class Lowering(AutoincLowering, AggregateLowering, SubsumptionLowering):
             if d.choice and q in d.qualifiers:  # its tuples are a closure, or no tuples at all: none to choose
                 self.error("choice-domain", f"{d.relation} {why} and has a choice-domain", d.span, d.relation,
                            f"drop {q} or the choice-domain: choose in a relation of its own")
-        kept = tuple(q for q in d.qualifiers if q not in _LOWERED_QUALIFIERS)
+        if "btree_sum" in d.qualifiers:  # Soufflé adds values up as they arrive: no set semantics
+            self.error("syntax", "the qualifier btree_sum is not supported yet", d.span, d.relation,
+                       "aggregate in a rule of another relation: s(x, y, t) :- t = sum c : { r(x, y, c) }")
+        kept = tuple(q for q in d.qualifiers if q not in _LOWERED_QUALIFIERS + ("btree_sum",))
         out.append(replace(d, qualifiers=kept))
         for direction in ("input", "output"):
             if direction in d.qualifiers and (direction, d.relation) not in self.directives:

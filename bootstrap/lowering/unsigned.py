@@ -57,7 +57,7 @@ def unsigned_order(rules: list, program) -> list:
 
 def _mentions_unsigned(program, rules: list) -> bool:
     """Whether any term can be unsigned: a column of an unsigned kind, or `to_unsigned`
-    (a literal `5u` alone is a whole constant, of either kind). Skips the typing of the
+    (a literal `5u` is `as(5, unsigned)`). Skips the typing of the
     rules of the many programs without one."""
     types = TypeSystem.of(program)
     if any(types.kind(c.type) == "unsigned" for d in program.of(Declaration) for c in d.columns):
@@ -68,6 +68,8 @@ def _mentions_unsigned(program, rules: list) -> bool:
 def _calls_to_unsigned(t) -> bool:
     if isinstance(t, Call) and canonical(t.func) == "to_unsigned":
         return True
+    if isinstance(t, Call) and t.func == "as" and len(t.args) == 2 and getattr(t.args[1], "value", None) == "unsigned":
+        return True  # a literal `5u`, or a cast to unsigned
     return any(_calls_to_unsigned(s) for s in subterms(t))
 
 
