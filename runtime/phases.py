@@ -11,6 +11,7 @@ non-recursive relation computed by the preview is preview time, not fixpoint tim
 """
 from __future__ import annotations
 
+import itertools
 import resource
 import time
 from contextlib import contextmanager
@@ -52,6 +53,9 @@ class SparkWork:
         return len(jobs), written
 
 
+_GROUPS = itertools.count()
+
+
 class Phases:
     def __init__(self):
         self.seconds: dict = {}
@@ -61,7 +65,8 @@ class Phases:
     @contextmanager
     def phase(self, name: str):
         started = time.perf_counter()
-        group = f"evita-phase-{len(self.seconds)}"
+        # a group of its own: Spark's status tracker keeps earlier runs' groups in a long-lived session
+        group = f"evita-phase-{next(_GROUPS)}"
         sc = spark_context(self.spark)  # None over Spark Connect: no job counts there
         # The job group is a property of the caller's thread: an API user may have set
         # one of their own, which is theirs again after the phase.
