@@ -55,7 +55,7 @@ _ALL = [
     Builtin("ord", 1, 1, "ord(S): a stable number for a symbol (a hash, not Soufflé's order of appearance)"),
     Builtin("to_number", 1, 1, "to_number(X): the whole number a symbol spells, or a float truncated "
             "(null when a symbol spells none)"),
-    Builtin("to_string", 1, 1, "to_string(N): the text of N"),
+    Builtin("to_string", 1, 1, "to_string(N): the text of N (a float as C's %f, as Soufflé: 3.140000)"),
     Builtin("to_float", 1, 1, "to_float(X): X as a float (null when a symbol spells none)"),
     Builtin("to_unsigned", 1, 1, "to_unsigned(X): as to_number; unsigned is stored in the same bits as number"),
     Builtin("lower", 1, 1, "lower(S) (Evita's; Soufflé has none)"),
@@ -133,6 +133,14 @@ def markdown() -> str:
     for b in _ALL:
         rows.append(f"| `{b.name}` (`f_{b.name}`) | {b.arity_text} | {b.doc.replace('|', '/')} |")
     return "\n".join(rows)
+
+
+def float_text(value: float) -> str:
+    """A float's text as Soufflé's `to_string` gives it: C++'s std::to_string, that is C's
+    `%f` (six decimals: 3.14 is "3.140000", 1e20 is "100000000000000000000.000000").
+    The one text for the oracle, the columnar backend and folding; runtime/sql.py writes
+    Spark SQL's `format_string('%f', ...)`, Java's `%f`, which agrees on finite values."""
+    return "%f" % value
 
 
 def whole_from_text(text: str):

@@ -21,7 +21,7 @@ import re
 from typing import Optional
 
 from . import numbers
-from .builtins import canonical, lookup
+from .builtins import canonical, float_text, lookup
 from .syntax import FLOAT, INT, STRING, BinOp, Call, Const, UnOp
 
 
@@ -206,12 +206,12 @@ def _extreme(pick):
 
 
 # Functors a fact may hold (Soufflé folds them): the value the rules would compute.
-# A float's text is not among them: Spark writes it as Java does (1.0E20), not as Python.
 _FUNCTORS = {
     "to_number": _to_number,
     "to_unsigned": _to_number,
     "to_float": _to_float,
-    "to_string": lambda a: str(a.value) if a.type in (INT, STRING) else None,
+    "to_string": lambda a: (str(a.value) if a.type in (INT, STRING) else
+                            float_text(a.value) if a.type == FLOAT and math.isfinite(a.value) else None),
     "strlen": lambda a: len(a.value) if a.type == STRING else None,
     "substr": _substr,
     "abs": lambda a: abs(a.value) if a.type == INT else (Const(abs(a.value), FLOAT) if a.type == FLOAT else None),

@@ -724,6 +724,18 @@ def _spark_text(v):
     raise Unsupported(f"the text of {type(v).__name__} values")
 
 
+def _to_string(v):
+    """Soufflé's to_string: a finite float as C's %f (`builtins.float_text`), else the text
+    `_spark_text` gives (NaN is pandas' missing value there)."""
+    import math
+
+    import numpy as np
+
+    if isinstance(v, (float, np.floating)) and math.isfinite(v):
+        return B.float_text(float(v))
+    return _spark_text(v)
+
+
 def _to_float(v):
     """TRY_CAST(v AS DOUBLE): numbers convert; text only in the plain decimal notation
     both agree on, else Unsupported (Spark's parser decides)."""
@@ -875,7 +887,7 @@ _TEXT_FUNCTIONS = {
     "adt_field": _adt_field,
     "cat": _cat,
     "strlen": lambda s: None if s is None else len(_spark_text(s)),
-    "to_string": _spark_text,
+    "to_string": _to_string,
     "reprefix": _reprefix,
     "to_float": _to_float,
     "to_number": _to_number,

@@ -587,7 +587,9 @@ def _call(t: S.Call, env):
         return tuple(args)
     if name == "cat":  # null in, null out, as in Spark
         return None if any(a is None for a in args) else "".join(_text(a) for a in args)
-    if name == "to_string":
+    if name == "to_string":  # Soufflé: std::to_string, C's %f for a float
+        if isinstance(args[0], float) and math.isfinite(args[0]):
+            return "%f" % args[0]
         return None if args[0] is None else _text(args[0])
     if name == "strlen":
         return None if args[0] is None else len(args[0])

@@ -88,6 +88,21 @@ _TO_NUMBER = """CASE
   ELSE TRY_CAST(__x AS BIGINT) END"""
 
 
+# Soufflé's to_string of a float is C's %f (bootstrap/builtins.py, `float_text`); of the
+# rest, the value's text. Only the branch of the argument's type runs.
+_TO_STRING = """CASE WHEN __x IS NULL THEN NULL
+  WHEN typeof(__x) = 'double' THEN format_string('%f', __x)
+  ELSE CAST(__x AS STRING) END"""
+
+
+def _to_string(e):
+    import sqlglot
+
+    template = sqlglot.parse_one(_TO_STRING, read="spark")
+    return exp.Paren(this=template.transform(
+        lambda n: e.copy() if isinstance(n, exp.Column) and n.name == "__x" else n))
+
+
 def _to_number(e):
     import sqlglot
 
@@ -195,7 +210,7 @@ BUILTIN_SQL: dict = {
     # the whole job); a float is truncated toward zero, as Soufflé's ftoi.
     "to_number": lambda a, t, arr: _to_number(a[0]),
     "to_unsigned": lambda a, t, arr: _to_number(a[0]),
-    "to_string": lambda a, t, arr: _str(a[0]),
+    "to_string": lambda a, t, arr: _to_string(a[0]),
     "to_float": lambda a, t, arr: exp.TryCast(this=a[0], to=exp.DataType.build("double"), safe=True),
     "lower": lambda a, t, arr: fn("lower", a[0]),
     "upper": lambda a, t, arr: fn("upper", a[0]),

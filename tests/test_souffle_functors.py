@@ -235,8 +235,24 @@ LATTICE_AND_TEXT_EXPECTED = {
     "big": {(42,)},
 }
 
+# to_string of a float is C's %f (std::to_string), of a number its digits; folded in facts.
+FLOAT_TEXT = """\
+.decl f(x: float)
+f(3.14). f(-0.5). f(1e20). f(2.0).
+.decl text(s: symbol)
+text(to_string(x)) :- f(x).
+text(to_string(7)).
+text(cat("x=", to_string(x / 4.0))) :- f(x), x > 3.0, x < 4.0.
+.decl folded(s: symbol)
+folded(to_string(1.5)).
+"""
+FLOAT_TEXT_EXPECTED = {"text": {("3.140000",), ("-0.500000",), ("100000000000000000000.000000",), ("2.000000",),
+                                ("7",), ("x=0.785000",)},
+                       "folded": {("1.500000",)}}
+
 SAME_ON_EVERY_PATH = {"text_spelling_no_number": (NO_NUMBER, NO_NUMBER_EXPECTED),
-                      "lattice_and_symbol_plus": (LATTICE_AND_TEXT, LATTICE_AND_TEXT_EXPECTED)}
+                      "lattice_and_symbol_plus": (LATTICE_AND_TEXT, LATTICE_AND_TEXT_EXPECTED),
+                      "to_string_of_a_float": (FLOAT_TEXT, FLOAT_TEXT_EXPECTED)}
 
 
 @pytest.mark.parametrize("name", SAME_ON_EVERY_PATH)
