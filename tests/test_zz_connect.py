@@ -156,7 +156,9 @@ def test_sql_by_the_warm_daemon_is_never_stale(connect_server):
         t.start()
     for t in threads:
         t.join(120)
-    assert all(a is not None and a["rows"] == [["same_generation"], ["tc"]] for a in answers), answers
+    # (the module's server is shared: an earlier test may have compiled other programs)
+    assert all(a is not None and a == answers[0] for a in answers), answers
+    assert {"same_generation", "tc"} <= {row[0] for row in answers[0]["rows"]}, answers
 
     # a compile killed after its commit point, before it moved its files into place: the
     # daemon's next attach (the stamp moved) finishes it, as a command of its own would
