@@ -96,19 +96,19 @@ _TO_STRING = """CASE WHEN __x IS NULL THEN NULL
 
 
 def _to_string(e):
+    return _filled(_TO_STRING, e)
+
+
+def _filled(template: str, e):
+    """The Spark SQL `template` with `e` in place of each `__x`, in parentheses."""
     import sqlglot
 
-    template = sqlglot.parse_one(_TO_STRING, read="spark")
-    return exp.Paren(this=template.transform(
-        lambda n: e.copy() if isinstance(n, exp.Column) and n.name == "__x" else n))
+    tree = sqlglot.parse_one(template, read="spark")
+    return exp.Paren(this=tree.transform(lambda n: e.copy() if isinstance(n, exp.Column) and n.name == "__x" else n))
 
 
 def _to_number(e):
-    import sqlglot
-
-    template = sqlglot.parse_one(_TO_NUMBER, read="spark")
-    return exp.Paren(this=template.transform(
-        lambda n: e.copy() if isinstance(n, exp.Column) and n.name == "__x" else n))
+    return _filled(_TO_NUMBER, e)
 
 
 def _nonzero(e):
