@@ -46,7 +46,7 @@ from . import progress, semantics
 from .columnar import ARROW, arrow_type
 from .dataflow import IterationStats, RoundsPlan, Stratum, copy_name
 from .phases import SparkWork
-from .session import parallelism
+from .session import parallelism, settings_for_a_while
 
 SCHEMA = "part int, kind string, rel string, payload binary"
 _PANDAS = {"bigint": "int64", "int": "int64", "double": "float64", "string": "object", "boolean": "bool"}
@@ -190,8 +190,6 @@ def run_rounds(engine, st: Stratum) -> bool:
     engine.record(IterationStats(st.index, 0, engine._actions - before, {}, time.perf_counter() - t0,
                                  mode=mode(st)))
     # Adaptive execution would run each round's exchange as a job of its own first
-    from .session import settings_for_a_while
-
     # and re-plan the exchanges; with `parts` shuffle partitions, the copies' partitioning
     # (below) is the one every round's state is exchanged into, so they are not moved again.
     with settings_for_a_while(engine.spark, {"spark.sql.adaptive.enabled": "false",
